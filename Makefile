@@ -1,0 +1,37 @@
+# The two front doors: `make run` (the whole DAG on the embedded default data) and
+# `make test` (the test suite). Both create .venv if missing and are idempotent.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test setup lint flow bench clean-venv
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(STAMP): $(BIN)/python pyproject.toml requirements.lock
+	$(BIN)/pip install -q -c requirements.lock -e '.[dev]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+run: $(STAMP)
+	@test -d .git || (git init -q && echo "initialised a git repository (DVC needs one)")
+	$(BIN)/dvc repro
+	@echo
+	@echo "Report: $(CURDIR)/reports/index.html  (terminal summary: reports/index.md)"
+
+flow: $(STAMP)
+	$(BIN)/python flows/pipeline.py
+
+test: $(STAMP)
+	$(BIN)/ruff check src stages flows tests benchmarks
+	$(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/stages.py
+
+clean-venv:
+	rm -rf $(VENV)

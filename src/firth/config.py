@@ -1,0 +1,222 @@
+"""Typed, frozen views of ``params.yaml``.
+
+Each stage reads one section (plus shared ones such as ``seed``). Unknown, missing or
+mistyped keys raise :class:`ConfigError` with a one-line message that names the key
+and what is allowed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from firth.errors import ConfigError
+
+
+class Section(BaseModel):
+    """Base for every params section: strict, frozen, no unknown keys."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class SourceSpec(Section):
+    """A custom data source given inline in ``sources`` (registered ones are strings)."""
+
+    kind: Literal["url", "hf", "local"]
+    format: Literal["text", "parallel", "tagged", "analogy", "similarity"]
+    # url: the address, the expected sha256 ("" = record on first download), and
+    # the member of an archive to read ("" = the downloaded file itself).
+    url: str = ""
+    sha256: str = ""
+    member: str = ""
+    # hf: dataset id, config name, split renames and field mapping.
+    id: str = ""
+    config: str = ""
+    revision: str = ""
+    splits: dict[str, str] = Field(default_factory=dict)
+    fields: dict[str, str] = Field(default_factory=dict)
+    # local: a file or directory; text/parallel/TSV/CoNLL/CoNLL-U/JSONL by suffix.
+    path: str = ""
+    license: str = "unknown: check before redistributing"
+
+    @model_validator(mode="after")
+    def _needs(self) -> SourceSpec:
+        need = {"url": "url", "hf": "id", "local": "path"}[self.kind]
+        if not getattr(self, need):
+            raise ValueError(f"kind '{self.kind}' needs key '{need}'")
+        return self
+
+
+class PrepareText(Section):
+    sources: list[str]
+    lowercase: bool
+    valid_fraction: float
+    test_fraction: float
+    min_tokens: int
+
+    @model_validator(mode="after")
+    def _fractions(self) -> PrepareText:
+        if not (0 < self.valid_fraction < 1 and 0 < self.test_fraction < 1):
+            raise ValueError("valid_fraction and test_fraction must lie in (0, 1)")
+        if self.valid_fraction + self.test_fraction >= 1:
+            raise ValueError("valid_fraction + test_fraction must be below 1")
+        if not self.sources:
+            raise ValueError("sources must name at least one text source")
+        return self
+
+
+class PrepareParallel(Section):
+    source: str
+    max_len: int
+    max_ratio: float
+    split_mod: int
+    test_residue: int
+    valid_residue: int
+
+    @model_validator(mode="after")
+    def _residues(self) -> PrepareParallel:
+        if self.split_mod < 3:
+            raise ValueError("split_mod must be at least 3")
+        for key in ("test_residue", "valid_residue"):
+            if not 0 <= getattr(self, key) < self.split_mod:
+                raise ValueError(f"{key} must lie in 0..split_mod-1")
+        if self.test_residue == self.valid_residue:
+            raise ValueError("test_residue and valid_residue must differ")
+        return self
+
+
+class PrepareTagged(Section):
+    sources: list[str]
+    valid_fraction: float
+    test_fraction: float
+    repair_bio: bool
+
+
+class SubsampleText(Section):
+    max_train_tokens: int = Field(ge=0)
+    max_eval_tokens: int = Field(ge=0)
+
+
+class SubsampleParallel(Section):
+    max_train_pairs: int = Field(ge=0)
+    max_eval_pairs: int = Field(ge=0)
+
+
+class SubsampleTagged(Section):
+    max_train_sentences: int = Field(ge=0)
+    max_eval_sentences: int = Field(ge=0)
+
+
+class Subsample(Section):
+    text: SubsampleText
+    parallel: SubsampleParallel
+    tagged: SubsampleTagged
+
+
+class BPEConfig(Section):
+    model: Literal["byte-level", "char"]
+    vocab_size: int = Field(ge=64)
+    min_frequency: int = Field(ge=1)
+
+
+class Tokenizer(Section):
+    text: BPEConfig
+    parallel: BPEConfig
+    compare_vocab_sizes: list[int]
+    max_train_lines: int = Field(ge=0)
+
+
+class Report(Section):
+    title: str
+
+
+SECTIONS: dict[str, type[BaseModel]] = {
+    "prepare_text": PrepareText,
+    "prepare_parallel": PrepareParallel,
+    "prepare_tagged": PrepareTagged,
+    "subsample": Subsample,
+    "tokenizer": Tokenizer,
+    "report": Report,
+}
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def read_params(path: str | Path = "params.yaml") -> dict[str, Any]:
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"{path}: file not found")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}".replace("\n", " ")) from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of sections at the top level")
+    return data
+
+
+def _describe(model: type[BaseModel], loc: tuple[Any, ...]) -> str:
+    """Allowed keys at the location of an error, for the message."""
+    current: Any = model
+    for part in loc[:-1]:
+        fields = getattr(current, "model_fields", None)
+        if not fields or part not in fields:
+            return ""
+        current = fields[part].annotation
+    fields = getattr(current, "model_fields", None)
+    return ", ".join(sorted(fields)) if fields else ""
+
+
+def validate_section(
+    model: type[M], data: Any, *, name: str, path: str = "params.yaml"
+) -> M:
+    """Validate ``data`` as ``model``; raise a one-line ConfigError naming the key."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = tuple(err["loc"])
+        key = ".".join([name, *map(str, loc)]) if loc else name
+        kind = err["type"]
+        if kind == "extra_forbidden":
+            allowed = _describe(model, loc)
+            msg = f"{path}: unknown key '{key}' (allowed: {allowed})"
+        elif kind == "missing":
+            msg = f"{path}: missing key '{key}'"
+        else:
+            msg = f"{path}: key '{key}': {err['msg']} (got {err.get('input')!r})"
+        raise ConfigError(msg) from None
+
+
+def load_section(name: str, path: str | Path = "params.yaml") -> Any:
+    """Load and validate one section of params.yaml by name."""
+    if name not in SECTIONS:
+        raise ConfigError(
+            f"unknown section '{name}' (known: {', '.join(sorted(SECTIONS))})"
+        )
+    params = read_params(path)
+    if name not in params:
+        raise ConfigError(f"{path}: missing section '{name}'")
+    return validate_section(SECTIONS[name], params[name], name=name, path=str(path))
+
+
+def load_seed(path: str | Path = "params.yaml") -> int:
+    params = read_params(path)
+    seed = params.get("seed")
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise ConfigError(f"{path}: key 'seed' must be an integer (got {seed!r})")
+    return seed
+
+
+def check_top_level(path: str | Path = "params.yaml") -> None:
+    """Refuse unknown top-level sections (a misspelt section would be ignored)."""
+    params = read_params(path)
+    known = set(SECTIONS) | {"seed", "sources"}
+    for key in params:
+        if key not in known:
+            raise ConfigError(
+                f"{path}: unknown section '{key}' (allowed: {', '.join(sorted(known))})"
+            )

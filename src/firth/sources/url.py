@@ -1,0 +1,181 @@
+"""HTTP(S) downloads with resume, size and sha256 checks, and safe extraction.
+
+A partial download is kept as ``<file>.part`` in the cache folder and resumed with an
+HTTP Range request. A download shorter than the server's Content-Length is reported
+as truncated and never used; a file whose sha256 differs from the pinned (or first
+recorded) checksum is rejected and deleted.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import hashlib
+import logging
+import os
+import shutil
+import tarfile
+import urllib.error
+import urllib.request
+import zipfile
+from pathlib import Path, PurePosixPath
+
+from tqdm import tqdm
+
+from firth.errors import DataError
+
+log = logging.getLogger(__name__)
+CHUNK = 1 << 16
+
+
+def _filename(url: str) -> str:
+    name = PurePosixPath(urllib.request.urlparse(url).path).name
+    return name or "download"
+
+
+def download(
+    url: str, cache_dir: Path, *, expected_sha256: str = "", timeout: float = 60.0
+) -> tuple[Path, str]:
+    """Download ``url`` into ``cache_dir`` (resuming a ``.part`` file) and return the
+    path and its sha256. Raises DataError on truncation or checksum mismatch."""
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    final = cache_dir / _filename(url)
+    if final.exists():
+        digest = _sha256(final)
+        if not expected_sha256 or digest == expected_sha256:
+            return final, digest
+        log.warning(
+            "%s: cached file has sha256 %s, expected %s; downloading again",
+            final,
+            digest,
+            expected_sha256,
+        )
+        final.unlink()
+    part = final.with_name(final.name + ".part")
+    offset = part.stat().st_size if part.exists() else 0
+    request = urllib.request.Request(url, headers={"User-Agent": "firth"})
+    if offset:
+        request.add_header("Range", f"bytes={offset}-")
+    try:
+        response = urllib.request.urlopen(request, timeout=timeout)
+    except urllib.error.HTTPError as exc:
+        if exc.code == 416 and offset:  # range past the end: start again
+            part.unlink()
+            return download(
+                url, cache_dir, expected_sha256=expected_sha256, timeout=timeout
+            )
+        raise DataError(f"{url}: HTTP {exc.code} {exc.reason}") from None
+    except (urllib.error.URLError, OSError) as exc:
+        raise DataError(f"{url}: cannot connect ({exc})") from None
+    with response:
+        if offset and response.status != 206:
+            offset = 0  # server ignored the range: start over
+        length = response.headers.get("Content-Length")
+        total = offset + int(length) if length is not None else None
+        mode = "ab" if offset else "wb"
+        received = offset
+        with (
+            open(part, mode) as f,
+            tqdm(
+                total=total,
+                initial=offset,
+                unit="B",
+                unit_scale=True,
+                desc=final.name,
+                disable=None,
+            ) as bar,
+        ):
+            try:
+                while block := response.read(CHUNK):
+                    f.write(block)
+                    received += len(block)
+                    bar.update(len(block))
+            except (OSError, urllib.error.URLError) as exc:
+                raise DataError(
+                    f"{url}: connection lost after {received} bytes "
+                    f"({exc}); rerun to resume"
+                ) from None
+    if total is not None and received < total:
+        raise DataError(
+            f"{url}: truncated download, got {received} of {total} bytes; "
+            "rerun to resume"
+        )
+    digest = _sha256(part)
+    if expected_sha256 and digest != expected_sha256:
+        part.unlink()
+        raise DataError(
+            f"{url}: sha256 mismatch, expected {expected_sha256}, "
+            f"got {digest}; the file was deleted"
+        )
+    os.replace(part, final)
+    return final, digest
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _safe_target(root: Path, name: str, archive: Path) -> Path:
+    target = (root / name).resolve()
+    if not target.is_relative_to(root.resolve()) or PurePosixPath(name).is_absolute():
+        raise DataError(
+            f"{archive}: member {name!r} would be written outside "
+            f"{root}; archive refused"
+        )
+    return target
+
+
+def extract(archive: Path, target_dir: Path) -> list[Path]:
+    """Extract a zip/tar/gz/bz2 archive into ``target_dir``; refuse any member that
+    would escape it (``../``, absolute paths, links). Returns the files written; a
+    plain file is copied as is."""
+    target_dir.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    if zipfile.is_zipfile(archive):
+        with zipfile.ZipFile(archive) as zf:
+            members = [m for m in zf.infolist() if not m.is_dir()]
+            targets = [_safe_target(target_dir, m.filename, archive) for m in members]
+            for member, target in zip(members, targets, strict=True):
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with zf.open(member) as src, open(target, "wb") as dst:
+                    shutil.copyfileobj(src, dst)
+                written.append(target)
+        return written
+    if tarfile.is_tarfile(archive):
+        with tarfile.open(archive) as tf:
+            members = tf.getmembers()
+            for m in members:
+                _safe_target(target_dir, m.name, archive)
+                if m.issym() or m.islnk() or m.isdev():
+                    raise DataError(
+                        f"{archive}: member {m.name!r} is a link or device; "
+                        "archive refused"
+                    )
+            for m in members:
+                if m.isfile():
+                    target = _safe_target(target_dir, m.name, archive)
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    src = tf.extractfile(m)
+                    assert src is not None
+                    with src, open(target, "wb") as dst:
+                        shutil.copyfileobj(src, dst)
+                    written.append(target)
+        return written
+    opener = {".gz": gzip.open, ".bz2": bz2.open}.get(archive.suffix)
+    if opener is not None:
+        target = target_dir / archive.stem
+        try:
+            with opener(archive, "rb") as src, open(target, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+        except (OSError, EOFError) as exc:
+            raise DataError(
+                f"{archive}: corrupt or truncated {archive.suffix} stream ({exc})"
+            ) from None
+        return [target]
+    target = target_dir / archive.name
+    shutil.copyfile(archive, target)
+    return [target]
