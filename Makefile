@@ -3,6 +3,7 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 STAMP := $(VENV)/.installed
 
 .PHONY: run test setup lint flow bench clean-venv

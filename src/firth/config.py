@@ -7,6 +7,7 @@ and what is allowed.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -51,7 +52,6 @@ class SourceSpec(Section):
 
 
 class PrepareText(Section):
-    sources: list[str]
     lowercase: bool
     valid_fraction: float
     test_fraction: float
@@ -63,8 +63,6 @@ class PrepareText(Section):
             raise ValueError("valid_fraction and test_fraction must lie in (0, 1)")
         if self.valid_fraction + self.test_fraction >= 1:
             raise ValueError("valid_fraction + test_fraction must be below 1")
-        if not self.sources:
-            raise ValueError("sources must name at least one text source")
         return self
 
 
@@ -89,10 +87,17 @@ class PrepareParallel(Section):
 
 
 class PrepareTagged(Section):
-    sources: list[str]
     valid_fraction: float
     test_fraction: float
     repair_bio: bool
+
+    @model_validator(mode="after")
+    def _fractions(self) -> PrepareTagged:
+        if not (0 < self.valid_fraction < 1 and 0 < self.test_fraction < 1):
+            raise ValueError("valid_fraction and test_fraction must lie in (0, 1)")
+        if self.valid_fraction + self.test_fraction >= 1:
+            raise ValueError("valid_fraction + test_fraction must be below 1")
+        return self
 
 
 class SubsampleText(Section):
@@ -203,6 +208,41 @@ def load_section(name: str, path: str | Path = "params.yaml") -> Any:
     return validate_section(SECTIONS[name], params[name], name=name, path=str(path))
 
 
+SOURCE_GROUPS = ("text", "parallel", "tagged", "eval")
+_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]*")
+
+
+def load_sources(group: str, path: str | Path = "params.yaml") -> dict[str, Any]:
+    """The ``sources.<group>`` mapping: source name -> registered name or spec."""
+    params = read_params(path)
+    sources = params.get("sources")
+    if not isinstance(sources, dict):
+        raise ConfigError(
+            f"{path}: missing section 'sources' (a mapping of groups: "
+            f"{', '.join(SOURCE_GROUPS)})"
+        )
+    for key in sources:
+        if key not in SOURCE_GROUPS:
+            raise ConfigError(
+                f"{path}: unknown key 'sources.{key}' "
+                f"(allowed: {', '.join(SOURCE_GROUPS)})"
+            )
+    if group not in SOURCE_GROUPS:
+        raise ConfigError(
+            f"unknown source group '{group}' (allowed: {', '.join(SOURCE_GROUPS)})"
+        )
+    entries = sources.get(group) or {}
+    if not isinstance(entries, dict):
+        raise ConfigError(f"{path}: key 'sources.{group}' must map names to sources")
+    for name in entries:
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
+            raise ConfigError(
+                f"{path}: key 'sources.{group}.{name}': names use "
+                "lowercase letters, digits, '.', '_' and '-'"
+            )
+    return entries
+
+
 def load_seed(path: str | Path = "params.yaml") -> int:
     params = read_params(path)
     seed = params.get("seed")
@@ -220,3 +260,9 @@ def check_top_level(path: str | Path = "params.yaml") -> None:
             raise ConfigError(
                 f"{path}: unknown section '{key}' (allowed: {', '.join(sorted(known))})"
             )
+
+
+def load_sections(name: str, path: str | Path = "params.yaml") -> tuple[Any, int]:
+    """Check the top level, then return the validated section ``name`` and the seed."""
+    check_top_level(path)
+    return load_section(name, path), load_seed(path)

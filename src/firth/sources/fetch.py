@@ -325,6 +325,7 @@ def _bible(kind: str, arg: str, out: Path) -> dict:
     return {
         "kind": "bible-pair",
         "format": "parallel",
+        "sha256": sha256_file(out / "pairs.tsv"),
         "source": src.provenance,
         "target": tgt.provenance,
         "license": bible.LICENSE,
@@ -499,3 +500,26 @@ def _local(path: Path, fmt: str, license: str, out: Path) -> dict:
         "license": license,
         "counts": counts,
     }
+
+
+def provenance_summary(src_dir: Path) -> dict:
+    """The provenance fields of a fetched source's SOURCE.json, for reports."""
+    meta_path = src_dir / "SOURCE.json"
+    if not meta_path.exists():
+        raise DataError(f"{meta_path}: not found; run the fetch stage first")
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    keep = (
+        "kind",
+        "package",
+        "member",
+        "url",
+        "id",
+        "path",
+        "sha256",
+        "license",
+        "retrieved",
+        "spec",
+        "source",
+        "target",
+    )
+    return {k: meta[k] for k in keep if k in meta}

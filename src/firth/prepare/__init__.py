@@ -1,0 +1,1 @@
+"""Prepare stages: normalise, split and describe each kind of corpus."""

@@ -1,0 +1,105 @@
+"""Prepare a tagged corpus: validate BIO, split 80/10/10 where only one split exists.
+
+BIO repair: an ``I-X`` that follows ``O``, the sentence start, or a chunk of another
+type (``B-Y``/``I-Y``) starts no chunk it can continue; it is counted and rewritten to
+``B-X`` (the IOB1 -> IOB2 reading, as seqeval and conlleval treat it).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections import Counter
+from pathlib import Path
+
+from firth.errors import DataError
+from firth.sources.formats import Sentence, read_conll, write_conll
+
+log = logging.getLogger(__name__)
+SPLITS = ("train", "valid", "test")
+
+
+def is_bio(tags: Counter) -> bool:
+    return all(t == "O" or t[:2] in ("B-", "I-") for t in tags)
+
+
+def repair_bio(tags: list[str]) -> tuple[list[str], int]:
+    """Return the repaired tags and the number of ``I-X`` rewritten to ``B-X``."""
+    out: list[str] = []
+    fixed = 0
+    prev = "O"
+    for tag in tags:
+        if tag.startswith("I-") and (prev == "O" or prev[2:] != tag[2:]):
+            tag = "B-" + tag[2:]
+            fixed += 1
+        out.append(tag)
+        prev = tag
+    return out, fixed
+
+
+def prepare_tagged(
+    raw_dir: Path,
+    out_dir: Path,
+    *,
+    seed: int,
+    valid_fraction: float,
+    test_fraction: float,
+    repair: bool,
+) -> dict:
+    files = {s: raw_dir / f"{s}.conll" for s in SPLITS}
+    if all(f.exists() for f in files.values()):
+        splits = {s: list(read_conll(files[s])) for s in SPLITS}
+        resplit = False
+    else:
+        path = raw_dir / "all.conll"
+        if not path.exists():
+            raise DataError(f"{raw_dir}: neither all.conll nor train/valid/test.conll")
+        sents = list(read_conll(path))
+        if not sents:
+            raise DataError(f"{path}: empty corpus, no sentences")
+        order = list(range(len(sents)))
+        random.Random(seed).shuffle(order)
+        n_test = max(1, round(test_fraction * len(sents)))
+        n_valid = max(1, round(valid_fraction * len(sents)))
+        pick = {
+            "test": order[:n_test],
+            "valid": order[n_test : n_test + n_valid],
+            "train": order[n_test + n_valid :],
+        }
+        splits = {s: [sents[i] for i in sorted(idx)] for s, idx in pick.items()}
+        resplit = True
+    tag_counts = Counter(
+        t for sents in splits.values() for _, tags in sents for t in tags
+    )
+    scheme = "BIO" if is_bio(tag_counts) else "tags"
+    repaired = Counter()
+    if scheme == "BIO":
+        for split, sents in splits.items():
+            fixed_sents: list[Sentence] = []
+            for tokens, tags in sents:
+                new, n = repair_bio(tags)
+                repaired[split] += n
+                fixed_sents.append((tokens, new if repair else tags))
+            splits[split] = fixed_sents
+        if sum(repaired.values()):
+            log.warning(
+                "%s: %d I-X tags after O or another type %s",
+                raw_dir,
+                sum(repaired.values()),
+                "repaired to B-X" if repair else "found (repair off)",
+            )
+    stats: dict = {"scheme": scheme, "resplit_80_10_10": resplit, "splits": {}}
+    for split in SPLITS:
+        sents = splits[split]
+        if not sents:
+            raise DataError(
+                f"{raw_dir}: empty corpus, the {split} split has no sentences"
+            )
+        write_conll(out_dir / f"{split}.conll", sents)
+        stats["splits"][split] = {
+            "sentences": len(sents),
+            "tokens": sum(len(t) for t, _ in sents),
+            "bio_repairs": repaired[split],
+        }
+    stats["tags"] = dict(sorted(tag_counts.items()))
+    return stats

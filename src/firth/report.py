@@ -1,0 +1,318 @@
+"""The report page: data and tokenizer summaries as Markdown and self-contained HTML.
+
+Built only from committed metrics (``reports/data``, ``reports/tokenizers``) and the
+``SOURCE.json`` provenance of each fetched source.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from dataclasses import dataclass, field
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+Table = tuple[list[str], list[list[str]]]
+
+
+@dataclass
+class Section:
+    title: str
+    intro: str = ""
+    tables: list[tuple[str, Table]] = field(default_factory=list)
+    figures: list[tuple[str, bytes]] = field(default_factory=list)
+
+
+SPLITS = ("train", "valid", "test")
+
+
+def fmt(x: object) -> str:
+    if isinstance(x, float):
+        return f"{x:.4f}" if abs(x) < 1 else f"{x:,.2f}"
+    if isinstance(x, int):
+        return f"{x:,}"
+    return str(x)
+
+
+def sources_section(sources: list[dict]) -> Section:
+    rows = []
+    for s in sources:
+        where = s.get("package") or s.get("url") or s.get("id") or s.get("path") or ""
+        if s.get("kind") == "bible-pair":
+            where = f"{s['source']['package']} + {s['target']['package']}"
+        rows.append(
+            [
+                s["group"],
+                s["name"],
+                s.get("kind", ""),
+                where,
+                (s.get("sha256") or "")[:12],
+                s.get("license", ""),
+            ]
+        )
+    return Section(
+        "Data sources",
+        "Every raw input, where it came from, the sha256 of "
+        "the bytes read and its licence (full record: "
+        "data/raw/<group>/<name>/SOURCE.json).",
+        [
+            (
+                "",
+                (
+                    [
+                        "group",
+                        "name",
+                        "kind",
+                        "package / URL / id",
+                        "sha256",
+                        "licence",
+                    ],
+                    rows,
+                ),
+            )
+        ],
+    )
+
+
+def text_section(stats: dict, sub: dict | None) -> Section:
+    rows = []
+    for split in SPLITS:
+        e = stats["splits"][split]
+        rows.append(
+            [
+                split,
+                fmt(e["documents"]),
+                fmt(e["tokens"]),
+                fmt(e["types"]),
+                fmt(e.get("oov_rate", "")) if split != "train" else "-",
+                fmt(sub[split]["size_out"]) if sub else "-",
+            ]
+        )
+    per = [
+        [name, *(fmt(c.get(s, 0)) for s in ("train", "valid", "test"))]
+        for name, c in stats["sources"].items()
+    ]
+    return Section(
+        "Text corpus",
+        "Split by document group (Wikipedia article, Bible "
+        "chapter: one chapter lands in the same split in every version). OOV "
+        "rate = share of valid/test tokens never seen in train.",
+        [
+            (
+                "Splits",
+                (
+                    [
+                        "split",
+                        "documents",
+                        "tokens",
+                        "types",
+                        "OOV rate",
+                        "tokens after subsample",
+                    ],
+                    rows,
+                ),
+            ),
+            ("Tokens per source", (["source", "train", "valid", "test"], per)),
+        ],
+    )
+
+
+def parallel_section(stats: dict, sub: dict | None) -> Section:
+    rows = [
+        [
+            s,
+            fmt(e["pairs"]),
+            fmt(e["mean_source_words"]),
+            fmt(e["mean_target_words"]),
+            fmt(sub[s]["units_out"]) if sub else "-",
+        ]
+        for s, e in ((s, stats["splits"][s]) for s in SPLITS)
+    ]
+    dropped = ", ".join(f"{k} {v:,}" for k, v in stats["dropped"].items())
+    return Section(
+        f"Parallel corpus: {stats['source']}",
+        f"{stats['input_pairs']:,} pairs read; dropped: {dropped}. "
+        "Split by id, so no id is in two splits.",
+        [
+            (
+                "",
+                (
+                    [
+                        "split",
+                        "pairs",
+                        "mean source words",
+                        "mean target words",
+                        "pairs after subsample",
+                    ],
+                    rows,
+                ),
+            )
+        ],
+    )
+
+
+def tagged_section(name: str, stats: dict, sub: dict | None) -> Section:
+    rows = [
+        [
+            s,
+            fmt(e["sentences"]),
+            fmt(e["tokens"]),
+            fmt(e["bio_repairs"]),
+            fmt(sub[s]["units_out"]) if sub else "-",
+        ]
+        for s, e in ((s, stats["splits"][s]) for s in SPLITS)
+    ]
+    tags = ", ".join(
+        f"{t} {n:,}"
+        for t, n in sorted(stats["tags"].items(), key=lambda kv: -kv[1])[:12]
+    )
+    return Section(
+        f"Tagged corpus: {name}",
+        f"Scheme: {stats['scheme']}"
+        + ("; split 80/10/10 with the seed" if stats["resplit_80_10_10"] else "")
+        + f". Most frequent tags: {tags}.",
+        [
+            (
+                "",
+                (
+                    [
+                        "split",
+                        "sentences",
+                        "tokens",
+                        "I-X repaired to B-X",
+                        "sentences after subsample",
+                    ],
+                    rows,
+                ),
+            )
+        ],
+    )
+
+
+def tokenizer_section(tables: dict[str, list[dict]]) -> Section:
+    sec = Section(
+        "Tokenization trade-off",
+        "Word, character and BPE segmentations of "
+        "the valid split (a line is a verse, a sentence pair side or an "
+        "article): words explode the vocabulary and leave OOVs, characters "
+        "explode the length, BPE sits between.",
+    )
+    for kind, rows in tables.items():
+        body = [
+            [
+                r["scheme"],
+                fmt(int(r["vocab_size"])),
+                fmt(float(r["oov_rate"])),
+                fmt(float(r["mean_tokens_per_line"])),
+            ]
+            for r in rows
+        ]
+        sec.tables.append(
+            (kind, (["scheme", "vocabulary", "OOV/unk rate", "tokens per line"], body))
+        )
+    if tables:
+        sec.figures.append(
+            ("Vocabulary size against sequence length", tokenizer_figure(tables))
+        )
+    return sec
+
+
+def tokenizer_figure(tables: dict[str, list[dict]]) -> bytes:
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    for kind, rows in tables.items():
+        pts = sorted(
+            (int(r["vocab_size"]), float(r["mean_tokens_per_line"]), r["scheme"])
+            for r in rows
+        )
+        bpe = [(v, t) for v, t, s in pts if s.startswith("bpe")]
+        (line,) = ax.plot(
+            [v for v, _ in bpe], [t for _, t in bpe], marker="o", label=f"{kind}: BPE"
+        )
+        for v, t, s in pts:
+            if not s.startswith("bpe"):
+                ax.scatter(
+                    [v], [t], marker="s" if s == "word" else "^", color=line.get_color()
+                )
+                ax.annotate(
+                    f"{kind}: {s}",
+                    (v, t),
+                    textcoords="offset points",
+                    xytext=(4, 4),
+                    fontsize=8,
+                )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("vocabulary size")
+    ax.set_ylabel("mean tokens per line (valid)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, metadata={"Software": None})
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def render_markdown(
+    title: str,
+    meta: dict[str, str],
+    sections: list[Section],
+    figure_paths: dict[str, str],
+) -> str:
+    out = [f"# {title}", ""]
+    out += [f"- {k}: {v}" for k, v in meta.items()] + [""]
+    for sec in sections:
+        out += [f"## {sec.title}", ""]
+        if sec.intro:
+            out += [sec.intro, ""]
+        for caption, (head, rows) in sec.tables:
+            if caption:
+                out += [f"**{caption}**", ""]
+            out.append("| " + " | ".join(head) + " |")
+            out.append("|" + "---|" * len(head))
+            out += ["| " + " | ".join(r) + " |" for r in rows]
+            out.append("")
+        for caption, _png in sec.figures:
+            out += [f"![{caption}]({figure_paths[caption]})", ""]
+    return "\n".join(out)
+
+
+def render_html(title: str, meta: dict[str, str], sections: list[Section]) -> str:
+    e = html.escape
+    parts = [
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{e(title)}</title>",
+        "<style>body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em "
+        "auto;padding:0 1em}table{border-collapse:collapse;margin:.5em 0 1.5em}"
+        "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
+        "td:first-child,th:first-child{text-align:left}th{background:#f3f3f3}"
+        "caption{text-align:left;font-weight:bold}img{max-width:100%}</style>"
+        "</head><body>",
+        f"<h1>{e(title)}</h1><ul>",
+    ]
+    parts += [f"<li>{e(k)}: {e(v)}</li>" for k, v in meta.items()]
+    parts.append("</ul>")
+    for sec in sections:
+        parts.append(f"<section><h2>{e(sec.title)}</h2>")
+        if sec.intro:
+            parts.append(f"<p>{e(sec.intro)}</p>")
+        for caption, (head, rows) in sec.tables:
+            parts.append("<table>")
+            if caption:
+                parts.append(f"<caption>{e(caption)}</caption>")
+            parts.append("<tr>" + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr>")
+            for r in rows:
+                parts.append("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>")
+            parts.append("</table>")
+        for caption, png in sec.figures:
+            data = base64.b64encode(png).decode()
+            parts.append(
+                f"<figure><img alt='{e(caption)}' src='data:image/png;base64,"
+                f"{data}'><figcaption>{e(caption)}</figcaption></figure>"
+            )
+        parts.append("</section>")
+    parts.append("</body></html>")
+    return "\n".join(parts)

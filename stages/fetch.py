@@ -1,0 +1,44 @@
+"""DVC stage fetch-<group>@<name>: fetch one source into data/raw/<group>/<name>/."""
+
+from __future__ import annotations
+
+from firth import runner
+from firth.config import load_sources
+from firth.errors import ConfigError, DataError
+from firth.sources.fetch import fetch
+
+GROUP_FORMATS = {
+    "text": {"text"},
+    "parallel": {"parallel"},
+    "tagged": {"tagged"},
+    "eval": {"analogy", "similarity"},
+}
+
+
+def body(args) -> None:
+    sources = load_sources(args.group, runner.params_path(args))
+    if args.name not in sources:
+        raise ConfigError(
+            f"params.yaml: no source 'sources.{args.group}.{args.name}' "
+            f"(have: {', '.join(sources) or 'none'})"
+        )
+    out = args.root / "data" / "raw" / args.group / args.name
+    record = fetch(
+        args.name, sources[args.name], out, cache_dir=args.root / "data" / "cache"
+    )
+    if record["format"] not in GROUP_FORMATS[args.group]:
+        raise DataError(
+            f"sources.{args.group}.{args.name}: a {record['format']} source "
+            f"cannot serve the {args.group} group"
+        )
+
+
+def main(argv=None) -> None:
+    p = runner.parser(__doc__)
+    p.add_argument("group", choices=sorted(GROUP_FORMATS))
+    p.add_argument("name")
+    runner.run(body, p, argv)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,45 @@
+"""DVC stage prepare-parallel: data/raw/parallel/<source>/pairs.tsv ->
+data/prepared/parallel/{train,valid,test}.tsv."""
+
+from __future__ import annotations
+
+from firth import runner
+from firth.config import load_sections, load_sources
+from firth.errors import ConfigError
+from firth.io import atomic_path, write_json
+from firth.prepare.parallel import prepare_parallel
+from firth.sources.fetch import provenance_summary
+
+
+def body(args) -> None:
+    path = runner.params_path(args)
+    cfg, _seed = load_sections("prepare_parallel", path)
+    sources = load_sources("parallel", path)
+    if cfg.source not in sources:
+        raise ConfigError(
+            f"{path}: key 'prepare_parallel.source': {cfg.source!r} is not "
+            f"in sources.parallel (have: {', '.join(sources) or 'none'})"
+        )
+    raw = args.root / "data" / "raw" / "parallel" / cfg.source
+    with atomic_path(args.root / "data" / "prepared" / "parallel") as tmp:
+        tmp.mkdir()
+        stats = prepare_parallel(
+            raw / "pairs.tsv",
+            tmp,
+            max_len=cfg.max_len,
+            max_ratio=cfg.max_ratio,
+            split_mod=cfg.split_mod,
+            test_residue=cfg.test_residue,
+            valid_residue=cfg.valid_residue,
+        )
+    stats["source"] = cfg.source
+    stats["provenance"] = provenance_summary(raw)
+    write_json(args.root / "reports" / "data" / "parallel.json", stats)
+
+
+def main(argv=None) -> None:
+    runner.run(body, runner.parser(__doc__), argv)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,41 @@
+"""DVC stage prepare-tagged@<name>: data/raw/tagged/<name> ->
+data/prepared/tagged/<name>/{train,valid,test}.conll."""
+
+from __future__ import annotations
+
+from firth import runner
+from firth.config import load_sections, load_sources
+from firth.errors import ConfigError
+from firth.io import atomic_path, write_json
+from firth.prepare.tagged import prepare_tagged
+from firth.sources.fetch import provenance_summary
+
+
+def body(args) -> None:
+    path = runner.params_path(args)
+    cfg, seed = load_sections("prepare_tagged", path)
+    if args.name not in load_sources("tagged", path):
+        raise ConfigError(f"{path}: no source 'sources.tagged.{args.name}'")
+    raw = args.root / "data" / "raw" / "tagged" / args.name
+    with atomic_path(args.root / "data" / "prepared" / "tagged" / args.name) as tmp:
+        tmp.mkdir()
+        stats = prepare_tagged(
+            raw,
+            tmp,
+            seed=seed,
+            valid_fraction=cfg.valid_fraction,
+            test_fraction=cfg.test_fraction,
+            repair=cfg.repair_bio,
+        )
+    stats["provenance"] = provenance_summary(raw)
+    write_json(args.root / "reports" / "data" / f"tagged_{args.name}.json", stats)
+
+
+def main(argv=None) -> None:
+    p = runner.parser(__doc__)
+    p.add_argument("name")
+    runner.run(body, p, argv)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,37 @@
+"""DVC stage prepare-text: data/raw/text/* -> data/prepared/text/{train,valid,test}.txt."""
+
+from __future__ import annotations
+
+from firth import runner
+from firth.config import load_sections, load_sources
+from firth.io import atomic_path, write_json
+from firth.prepare.text import prepare_text
+from firth.sources.fetch import provenance_summary
+
+
+def body(args) -> None:
+    path = runner.params_path(args)
+    cfg, seed = load_sections("prepare_text", path)
+    names = list(load_sources("text", path))
+    raw = {n: args.root / "data" / "raw" / "text" / n for n in names}
+    with atomic_path(args.root / "data" / "prepared" / "text") as tmp:
+        tmp.mkdir()
+        stats = prepare_text(
+            raw,
+            tmp,
+            seed=seed,
+            lowercase=cfg.lowercase,
+            valid_fraction=cfg.valid_fraction,
+            test_fraction=cfg.test_fraction,
+            min_tokens=cfg.min_tokens,
+        )
+    stats["provenance"] = {n: provenance_summary(raw[n]) for n in names}
+    write_json(args.root / "reports" / "data" / "text.json", stats)
+
+
+def main(argv=None) -> None:
+    runner.run(body, runner.parser(__doc__), argv)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+"""DVC stage report: reports/index.md and reports/index.html from the committed
+metrics and the sources' provenance."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+
+from firth import runner
+from firth.config import load_sections
+from firth.io import atomic_path, read_json, write_text
+from firth.report import (
+    parallel_section,
+    render_html,
+    render_markdown,
+    sources_section,
+    tagged_section,
+    text_section,
+    tokenizer_section,
+)
+
+
+def _maybe(path):
+    return read_json(path) if path.exists() else None
+
+
+def _revision(root) -> str:
+    proc = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+    )
+    return proc.stdout.strip() if proc.returncode == 0 else "not a git checkout"
+
+
+def body(args) -> None:
+    cfg, seed = load_sections("report", runner.params_path(args))
+    root = args.root
+    data, toks = root / "reports" / "data", root / "reports" / "tokenizers"
+    sources = []
+    for meta in sorted((root / "data" / "raw").glob("*/*/SOURCE.json")):
+        record = json.loads(meta.read_text(encoding="utf-8"))
+        record["group"] = meta.parent.parent.name
+        sources.append(record)
+    sections = [sources_section(sources)]
+    if (stats := _maybe(data / "text.json")) is not None:
+        sections.append(text_section(stats, _maybe(data / "subsample_text.json")))
+    if (stats := _maybe(data / "parallel.json")) is not None:
+        sections.append(
+            parallel_section(stats, _maybe(data / "subsample_parallel.json"))
+        )
+    for path in sorted(data.glob("tagged_*.json")):
+        name = path.stem.removeprefix("tagged_")
+        sections.append(
+            tagged_section(
+                name, read_json(path), _maybe(data / f"subsample_tagged_{name}.json")
+            )
+        )
+    tables = {}
+    for path in sorted(toks.glob("*.csv")):
+        with open(path, encoding="utf-8") as f:
+            tables[path.stem] = list(csv.DictReader(f))
+    sections.append(tokenizer_section(tables))
+    meta = {
+        "code revision": _revision(root),
+        "seed": str(seed),
+        "built from": "reports/data/*.json, reports/tokenizers/*.csv, "
+        "data/raw/*/*/SOURCE.json",
+    }
+    figures = {}
+    for sec in sections:
+        for i, (caption, png) in enumerate(sec.figures):
+            name = (
+                f"figures/{sec.title.split(':')[0].lower().replace(' ', '-')}-{i}.png"
+            )
+            with atomic_path(root / "reports" / name) as tmp:
+                tmp.write_bytes(png)
+            figures[caption] = name
+    write_text(
+        root / "reports" / "index.md",
+        render_markdown(cfg.title, meta, sections, figures),
+    )
+    write_text(root / "reports" / "index.html", render_html(cfg.title, meta, sections))
+
+
+def main(argv=None) -> None:
+    runner.run(body, runner.parser(__doc__), argv)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+"""DVC stage subsample-<kind>: data/prepared/<kind>[/<name>] ->
+data/subsampled/<kind>[/<name>], to the budgets in params ``subsample``."""
+
+from __future__ import annotations
+
+from firth import runner
+from firth.config import load_sections
+from firth.errors import ConfigError
+from firth.io import atomic_path, write_json
+from firth.subsample import one, subsample_file, words
+
+SPLITS = ("train", "valid", "test")
+
+
+def body(args) -> None:
+    cfg, seed = load_sections("subsample", runner.params_path(args))
+    kind = args.kind
+    if kind == "tagged" and not args.name:
+        raise ConfigError("subsample tagged needs the name of the tagged corpus")
+    rel = f"{kind}/{args.name}" if kind == "tagged" else kind
+    src = args.root / "data" / "prepared" / rel
+    if kind == "text":
+        budgets = {"train": cfg.text.max_train_tokens}
+        eval_budget, suffix, size, blank = (
+            cfg.text.max_eval_tokens,
+            ".txt",
+            words,
+            False,
+        )
+    elif kind == "parallel":
+        budgets = {"train": cfg.parallel.max_train_pairs}
+        eval_budget, suffix, size, blank = (
+            cfg.parallel.max_eval_pairs,
+            ".tsv",
+            one,
+            False,
+        )
+    else:
+        budgets = {"train": cfg.tagged.max_train_sentences}
+        eval_budget, suffix, size, blank = (
+            cfg.tagged.max_eval_sentences,
+            ".conll",
+            one,
+            True,
+        )
+    budgets.update(valid=eval_budget, test=eval_budget)
+    stats = {}
+    with atomic_path(args.root / "data" / "subsampled" / rel) as tmp:
+        tmp.mkdir()
+        for split in SPLITS:
+            stats[split] = subsample_file(
+                src / f"{split}{suffix}",
+                tmp / f"{split}{suffix}",
+                budgets[split],
+                seed=seed,
+                size=size,
+                blank_separated=blank,
+            )
+    name = f"subsample_{kind}" + (f"_{args.name}" if kind == "tagged" else "")
+    write_json(args.root / "reports" / "data" / f"{name}.json", stats)
+
+
+def main(argv=None) -> None:
+    p = runner.parser(__doc__)
+    p.add_argument("kind", choices=["text", "parallel", "tagged"])
+    p.add_argument("name", nargs="?", default="")
+    runner.run(body, p, argv)
+
+
+if __name__ == "__main__":
+    main()
