@@ -129,6 +129,13 @@ def _safe_target(root: Path, name: str, archive: Path) -> Path:
     return target
 
 
+def _is_tar(archive: Path) -> bool:
+    try:
+        return tarfile.is_tarfile(archive)
+    except (tarfile.TarError, EOFError, OSError):
+        return False  # a truncated compressed stream; reported by the reader below
+
+
 def extract(archive: Path, target_dir: Path) -> list[Path]:
     """Extract a zip/tar/gz/bz2 archive into ``target_dir``; refuse any member that
     would escape it (``../``, absolute paths, links). Returns the files written; a
@@ -145,7 +152,7 @@ def extract(archive: Path, target_dir: Path) -> list[Path]:
                     shutil.copyfileobj(src, dst)
                 written.append(target)
         return written
-    if tarfile.is_tarfile(archive):
+    if _is_tar(archive):
         with tarfile.open(archive) as tf:
             members = tf.getmembers()
             for m in members:

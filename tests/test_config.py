@@ -1,0 +1,67 @@
+import pytest
+import yaml
+
+from conftest import ROOT
+from firth.config import check_top_level, load_section, load_sources
+from firth.errors import ConfigError
+from stages import subsample as subsample_stage
+
+
+def write_params(tmp_path, mutate):
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    mutate(params)
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(params))
+    return path
+
+
+def test_default_params_are_valid():
+    check_top_level(ROOT / "params.yaml")
+    for name in ("prepare_text", "prepare_parallel", "prepare_tagged", "subsample",
+                 "tokenizer", "report"):
+        load_section(name, ROOT / "params.yaml")
+    for profile in (ROOT / "profiles").glob("*.yaml"):
+        check_top_level(profile)
+        load_section("subsample", profile)
+
+
+def test_unknown_key_names_key_and_allowed(tmp_path):
+    path = write_params(tmp_path, lambda p: p["subsample"]["text"].update(max_tokens=5))
+    with pytest.raises(ConfigError) as err:
+        load_section("subsample", path)
+    msg = str(err.value)
+    assert "subsample.text.max_tokens" in msg and "max_train_tokens" in msg
+    assert "\n" not in msg
+
+
+def test_missing_and_mistyped_keys(tmp_path):
+    path = write_params(tmp_path, lambda p: p["tokenizer"]["text"].pop("vocab_size"))
+    with pytest.raises(ConfigError, match=r"missing key 'tokenizer.text.vocab_size'"):
+        load_section("tokenizer", path)
+    path = write_params(tmp_path, lambda p: p["subsample"]["text"].update(
+        max_train_tokens="1e6"))
+    with pytest.raises(ConfigError, match=r"subsample.text.max_train_tokens"):
+        load_section("subsample", path)
+    path = write_params(tmp_path, lambda p: p["tokenizer"]["text"].update(model="wp"))
+    with pytest.raises(ConfigError, match=r"tokenizer.text.model.*byte-level"):
+        load_section("tokenizer", path)
+
+
+def test_unknown_section_and_source_group(tmp_path):
+    path = write_params(tmp_path, lambda p: p.update(subsampel={}))
+    with pytest.raises(ConfigError, match=r"unknown section 'subsampel'"):
+        check_top_level(path)
+    path = write_params(tmp_path, lambda p: p["sources"].update(txt={}))
+    with pytest.raises(ConfigError, match=r"unknown key 'sources.txt'"):
+        load_sources("text", path)
+
+
+def test_stage_stops_with_one_line_and_writes_nothing(tmp_path, capsys):
+    path = write_params(tmp_path, lambda p: p["subsample"]["text"].update(bogus=1))
+    (tmp_path / "data" / "prepared").mkdir(parents=True)
+    with pytest.raises(SystemExit) as exit_:
+        subsample_stage.main(["--root", str(tmp_path), "text"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "subsample.text.bogus" in err[0]
+    assert not (tmp_path / "data" / "subsampled").exists()

@@ -1,0 +1,126 @@
+import json
+
+import pytest
+
+from firth.errors import ConfigError, DataError
+from firth.io import atomic_path
+from firth.sources import bible, formats, wikipedia
+from firth.sources.fetch import fetch, resolve
+
+
+def test_conll_wrong_column_count_names_file_and_line(tmp_path):
+    path = tmp_path / "bad.conll"
+    path.write_text("EU\tB-ORG\nrejects\tO\n\nGerman B-MISC extra\n")
+    with pytest.raises(DataError, match=r"bad.conll:4: expected 2 columns, got 3"):
+        list(formats.read_conll(path))
+
+
+def test_conll_and_conllu_reading(tmp_path):
+    conll = tmp_path / "a.conll"
+    conll.write_text("-DOCSTART- O\n\nEU B-ORG\nrejects O\n\t\nPeter B-PER\n")
+    assert list(formats.read_conll(conll)) == [(["EU", "rejects"], ["B-ORG", "O"]),
+                                               (["Peter"], ["B-PER"])]
+    conllu = tmp_path / "a.conllu"
+    rows = ["# text = Don't go", "1-2\tDon't\t_\t_\t_\t_\t_\t_\t_\t_",
+            "1\tDo\tdo\tAUX\t_\t_\t0\troot\t_\t_",
+            "2\tn't\tnot\tPART\t_\t_\t1\tadvmod\t_\t_",
+            "2.1\tx\tx\tX\t_\t_\t_\t_\t_\t_", "3\tgo\tgo\tVERB\t_\t_\t1\tx\t_\t_", ""]
+    conllu.write_text("\n".join(rows) + "\n")
+    assert list(formats.read_conllu(conllu)) == [(["Do", "n't", "go"],
+                                                  ["AUX", "PART", "VERB"])]
+    bad = tmp_path / "b.conllu"
+    bad.write_text("1\tDo\tdo\n")
+    with pytest.raises(DataError, match=r"b.conllu:1: expected 10"):
+        list(formats.read_conllu(bad))
+
+
+def test_empty_corpus_is_an_error_and_leaves_no_output(tmp_path):
+    empty = tmp_path / "empty.conll"
+    empty.write_text("\n\n")
+    out = tmp_path / "raw" / "x"
+    with pytest.raises(DataError, match="empty corpus"):
+        fetch("x", f"local:{empty}", out, cache_dir=tmp_path / "cache")
+    assert not out.exists()
+    assert [p.name for p in (tmp_path / "raw").iterdir()] == []
+
+
+def test_local_text_and_tagged(tmp_path):
+    text = tmp_path / "c.txt"
+    text.write_text("first document\n\nsecond one\n")
+    rec = fetch("c", f"local:{text}", tmp_path / "out", cache_dir=tmp_path)
+    assert rec["counts"] == {"documents": 2}
+    docs = [json.loads(line) for line in (tmp_path / "out" / "docs.jsonl").open()]
+    assert [d["text"] for d in docs] == ["first document", "second one"]
+    folder = tmp_path / "ud"
+    folder.mkdir()
+    for split in ("train", "dev", "test"):
+        (folder / f"{split}.conllu").write_text("1\tHi\thi\tINTJ\t_\t_\t0\troot\t_\t_\n\n")
+    rec = fetch("ud", {"kind": "local", "format": "tagged", "path": str(folder)},
+                tmp_path / "out2", cache_dir=tmp_path)
+    assert rec["counts"] == {"train_sentences": 1, "valid_sentences": 1,
+                             "test_sentences": 1}
+
+
+def test_unknown_source_lists_registered():
+    with pytest.raises(ConfigError, match=r"unknown source 'wiki'.*wikipedia-sample"):
+        resolve("x", "wiki")
+    with pytest.raises(ConfigError, match=r"needs key 'url'"):
+        resolve("x", {"kind": "url", "format": "text"})
+
+
+def test_atomic_path_keeps_old_output_on_failure(tmp_path):
+    out = tmp_path / "dir"
+    out.mkdir()
+    (out / "old.txt").write_text("old")
+    with pytest.raises(RuntimeError), atomic_path(out) as tmp:
+        tmp.mkdir()
+        (tmp / "half.txt").write_text("half")
+        raise RuntimeError("killed")
+    assert [p.name for p in out.iterdir()] == ["old.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dir"]
+
+
+def test_alignment_check_rejects_misnumbered_verses():
+    ok = {1001001: "1. In the beginning", 1001002: "2. And the earth"}
+    assert bible.check_alignment("kjv", ok) == {1001001: "In the beginning",
+                                                1001002: "And the earth"}
+    slipped = {1043001: "1. ok", 1043002: "3. slipped", 1043003: "4. slipped"}
+    with pytest.raises(DataError, match=r"off from Genesis 43:2.*2 of 3 verses"):
+        bible.check_alignment("bbe", slipped)
+
+
+def test_real_bbe_is_rejected_and_kjv_web_accepted(tmp_path):
+    with pytest.raises(DataError, match=r"bible:BBE.*Genesis 42:39.*misaligned"):
+        bible.load_version("BBE")
+    rec = fetch("p", "bible-pair:KJV-WEB", tmp_path / "p", cache_dir=tmp_path)
+    assert rec["counts"]["pairs"] > 31000
+    first = (tmp_path / "p" / "pairs.tsv").open().readline().split("\t")
+    assert first[0] == "1001001"
+    assert first[1].startswith("In the beginning God created the heaven")
+    assert first[2].startswith("In the beginning God created the heavens")
+
+
+WIKI = """<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.10/">
+<page><title>Alpha</title><ns>0</ns><id>12</id><revision><text xml:space="preserve">
+'''Alpha''' is the [[Greek alphabet|first letter]] of 24.{{Infobox|x={{y}}}}
+&lt;ref name="a"&gt;Cited, 1999.&lt;/ref&gt; See [[Beta]] and [http://x.org/ page].
+{| class="wikitable"
+| cell 1 || cell 2
+|}
+[[Image:A.png|thumb|200px|An image caption]]
+[[Category:Letters]] [[de:Alpha]] &amp;nbsp;end
+</text></revision></page>
+<page><title>Alfa</title><ns>0</ns><id>13</id><redirect title="Alpha" />
+<revision><text xml:space="preserve">#REDIRECT [[Alpha]]</text></revision></page>
+<page><title>Talk:Alpha</title><ns>1</ns><id>14</id>
+<revision><text xml:space="preserve">talk page</text></revision></page>
+</mediawiki>"""
+
+
+def test_wikifil_rules_on_a_hand_made_article():
+    articles = list(wikipedia.iter_articles(WIKI.encode()))
+    assert len(articles) == 1  # redirect and talk page dropped
+    page_id, title, text = articles[0]
+    assert (page_id, title) == ("12", "Alpha")
+    assert text == ("alpha is the first letter of two four see beta and page "
+                    "an image caption letters end")

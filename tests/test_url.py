@@ -1,0 +1,139 @@
+"""url: sources against a local HTTP server (Range support, truncation on demand)."""
+
+import hashlib
+import http.server
+import io
+import tarfile
+import threading
+import zipfile
+
+import pytest
+
+from firth.errors import DataError
+from firth.sources import url
+from firth.sources.fetch import fetch
+
+PAYLOAD = b"anarchism originated as a term of abuse\n" * 2000
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    files: dict[str, bytes] = {}
+    truncate_next = 0  # send only this many bytes of the next response, then close
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        body = self.files.get(self.path)
+        if body is None:
+            self.send_error(404)
+            return
+        start = 0
+        rng = self.headers.get("Range")
+        if rng:
+            start = int(rng.split("=")[1].split("-")[0])
+            self.send_response(206)
+            self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
+        else:
+            self.send_response(200)
+        self.send_header("Content-Length", str(len(body) - start))
+        self.end_headers()
+        chunk = body[start:]
+        if Handler.truncate_next:
+            chunk = chunk[: Handler.truncate_next]
+            Handler.truncate_next = 0
+        self.wfile.write(chunk)
+
+
+@pytest.fixture()
+def server():
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    Handler.files = {}
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+def sha(b: bytes) -> str:
+    return hashlib.sha256(b).hexdigest()
+
+
+def test_download_checks_sha256(server, tmp_path):
+    Handler.files["/corpus.txt"] = PAYLOAD
+    path, digest = url.download(f"{server}/corpus.txt", tmp_path,
+                                expected_sha256=sha(PAYLOAD))
+    assert path.read_bytes() == PAYLOAD and digest == sha(PAYLOAD)
+
+
+def test_wrong_sha256_is_refused_and_deleted(server, tmp_path):
+    Handler.files["/corpus.txt"] = PAYLOAD
+    with pytest.raises(DataError, match="sha256 mismatch"):
+        url.download(f"{server}/corpus.txt", tmp_path, expected_sha256="0" * 64)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_truncated_download_is_detected_then_resumed(server, tmp_path):
+    Handler.files["/corpus.txt"] = PAYLOAD
+    Handler.truncate_next = 1000
+    with pytest.raises(DataError, match="truncated download, got 1000 of"):
+        url.download(f"{server}/corpus.txt", tmp_path)
+    assert not (tmp_path / "corpus.txt").exists()
+    assert (tmp_path / "corpus.txt.part").stat().st_size == 1000
+    path, digest = url.download(f"{server}/corpus.txt", tmp_path)
+    assert path.read_bytes() == PAYLOAD and digest == sha(PAYLOAD)
+
+
+def test_first_download_records_checksum_later_must_match(server, tmp_path):
+    Handler.files["/text.zip"] = _zip({"text8": PAYLOAD})
+    spec = {"kind": "url", "format": "text", "url": f"{server}/text.zip",
+            "member": "text8"}
+    out = tmp_path / "raw"
+    record = fetch("t", spec, out, cache_dir=tmp_path / "cache1")
+    assert record["download"]["sha256"] == sha(Handler.files["/text.zip"])
+    assert (out / "docs.jsonl").exists()
+    Handler.files["/text.zip"] = _zip({"text8": PAYLOAD + b"changed"})
+    with pytest.raises(DataError, match="sha256 mismatch"):
+        fetch("t", spec, out, cache_dir=tmp_path / "cache2")
+    assert (out / "docs.jsonl").exists()  # the previous output is untouched
+
+
+def _zip(members: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return buf.getvalue()
+
+
+def test_zip_member_escaping_target_is_refused(tmp_path):
+    archive = tmp_path / "evil.zip"
+    archive.write_bytes(_zip({"ok.txt": b"x", "../escape.txt": b"y"}))
+    with pytest.raises(DataError, match=r"'../escape.txt' would be written outside"):
+        url.extract(archive, tmp_path / "out")
+    assert not (tmp_path / "escape.txt").exists()
+    assert not (tmp_path / "out" / "ok.txt").exists()
+
+
+def test_tar_member_escaping_target_is_refused(tmp_path):
+    archive = tmp_path / "evil.tar.gz"
+    with tarfile.open(archive, "w:gz") as tf:
+        info = tarfile.TarInfo("../../escape.txt")
+        info.size = 1
+        tf.addfile(info, io.BytesIO(b"y"))
+    with pytest.raises(DataError, match="would be written outside"):
+        url.extract(archive, tmp_path / "out")
+    assert not (tmp_path / "escape.txt").exists()
+
+
+def test_gz_and_plain_extraction(tmp_path):
+    import gzip
+
+    archive = tmp_path / "c.txt.gz"
+    archive.write_bytes(gzip.compress(PAYLOAD))
+    (written,) = url.extract(archive, tmp_path / "out")
+    assert written.name == "c.txt" and written.read_bytes() == PAYLOAD
+    trunc = tmp_path / "t.txt.gz"
+    trunc.write_bytes(gzip.compress(PAYLOAD)[:50])
+    with pytest.raises(DataError, match="corrupt or truncated"):
+        url.extract(trunc, tmp_path / "out2")
