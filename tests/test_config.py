@@ -1,7 +1,7 @@
 import pytest
 import yaml
-
 from conftest import ROOT
+
 from firth.config import check_top_level, load_section, load_sources
 from firth.errors import ConfigError
 from stages import subsample as subsample_stage
@@ -17,8 +17,14 @@ def write_params(tmp_path, mutate):
 
 def test_default_params_are_valid():
     check_top_level(ROOT / "params.yaml")
-    for name in ("prepare_text", "prepare_parallel", "prepare_tagged", "subsample",
-                 "tokenizer", "report"):
+    for name in (
+        "prepare_text",
+        "prepare_parallel",
+        "prepare_tagged",
+        "subsample",
+        "tokenizer",
+        "report",
+    ):
         load_section(name, ROOT / "params.yaml")
     for profile in (ROOT / "profiles").glob("*.yaml"):
         check_top_level(profile)
@@ -38,8 +44,9 @@ def test_missing_and_mistyped_keys(tmp_path):
     path = write_params(tmp_path, lambda p: p["tokenizer"]["text"].pop("vocab_size"))
     with pytest.raises(ConfigError, match=r"missing key 'tokenizer.text.vocab_size'"):
         load_section("tokenizer", path)
-    path = write_params(tmp_path, lambda p: p["subsample"]["text"].update(
-        max_train_tokens="1e6"))
+    path = write_params(
+        tmp_path, lambda p: p["subsample"]["text"].update(max_train_tokens="1e6")
+    )
     with pytest.raises(ConfigError, match=r"subsample.text.max_train_tokens"):
         load_section("subsample", path)
     path = write_params(tmp_path, lambda p: p["tokenizer"]["text"].update(model="wp"))

@@ -21,38 +21,70 @@ def test_prepare_tagged_counts_repairs_and_splits(tmp_path):
     raw.mkdir()
     sents = "".join(f"w{i}\tO\nx\tI-PER\n\n" for i in range(20))
     (raw / "all.conll").write_text(sents)
-    stats = prepare_tagged(raw, tmp_path, seed=1, valid_fraction=0.1,
-                           test_fraction=0.1, repair=True)
+    stats = prepare_tagged(
+        raw, tmp_path, seed=1, valid_fraction=0.1, test_fraction=0.1, repair=True
+    )
     assert stats["scheme"] == "BIO"
-    assert [stats["splits"][s]["sentences"] for s in ("train", "valid", "test")] == [16, 2, 2]
+    assert [stats["splits"][s]["sentences"] for s in ("train", "valid", "test")] == [
+        16,
+        2,
+        2,
+    ]
     assert sum(stats["splits"][s]["bio_repairs"] for s in stats["splits"]) == 20
-    tags = {t for s in ("train", "valid", "test")
-            for _, ts in read_conll(tmp_path / f"{s}.conll") for t in ts}
+    tags = {
+        t
+        for s in ("train", "valid", "test")
+        for _, ts in read_conll(tmp_path / f"{s}.conll")
+        for t in ts
+    }
     assert tags == {"O", "B-PER"}
 
 
 def test_normalize_web_backticks_and_kjv_brackets():
     assert normalize("Benjamin`s portion [was] five") == "Benjamin's portion was five"
     assert tokenize(normalize("He said, \u201cGo!\u201d"), lowercase=True) == [
-        "he", "said", ",", '"', "go", "!", '"']
+        "he",
+        "said",
+        ",",
+        '"',
+        "go",
+        "!",
+        '"',
+    ]
 
 
 def test_parallel_split_by_id_no_overlap(tmp_path):
     pairs = tmp_path / "pairs.tsv"
-    pairs.write_text("".join(f"{1001000 + i}\tsrc {i}\ttgt {i}\n" for i in range(1, 101)))
-    stats = prepare_parallel(pairs, tmp_path, max_len=100, max_ratio=3.0, split_mod=10,
-                             test_residue=0, valid_residue=5)
-    ids = {s: [line.split("\t")[0] for line in open(tmp_path / f"{s}.tsv")]
-           for s in ("train", "valid", "test")}
+    pairs.write_text(
+        "".join(f"{1001000 + i}\tsrc {i}\ttgt {i}\n" for i in range(1, 101))
+    )
+    stats = prepare_parallel(
+        pairs,
+        tmp_path,
+        max_len=100,
+        max_ratio=3.0,
+        split_mod=10,
+        test_residue=0,
+        valid_residue=5,
+    )
+    ids = {
+        s: [line.split("\t")[0] for line in open(tmp_path / f"{s}.tsv")]
+        for s in ("train", "valid", "test")
+    }
     assert all(int(i) % 10 == 0 for i in ids["test"])
     assert all(int(i) % 10 == 5 for i in ids["valid"])
-    assert sum(map(len, ids.values())) == len(set().union(*map(set, ids.values()))) == 100
+    assert (
+        sum(map(len, ids.values())) == len(set().union(*map(set, ids.values()))) == 100
+    )
     assert stats["splits"]["test"]["pairs"] == 10
 
 
 def test_text_split_keeps_groups_together(tmp_path):
-    docs = [{"id": f"{v}-{i}", "group": f"chapter{i % 40}", "text": f"verse {i} of {v}"}
-            for v in ("kjv", "web") for i in range(400)]
+    docs = [
+        {"id": f"{v}-{i}", "group": f"chapter{i % 40}", "text": f"verse {i} of {v}"}
+        for v in ("kjv", "web")
+        for i in range(400)
+    ]
     for v in ("kjv", "web"):
         (tmp_path / v).mkdir()
         with open(tmp_path / v / "docs.jsonl", "w") as f:
@@ -61,9 +93,15 @@ def test_text_split_keeps_groups_together(tmp_path):
                     f.write(json.dumps(d) + "\n")
     out = tmp_path / "out"
     out.mkdir()
-    stats = prepare_text({v: tmp_path / v for v in ("kjv", "web")}, out, seed=3,
-                         lowercase=True, valid_fraction=0.2, test_fraction=0.2,
-                         min_tokens=1)
+    stats = prepare_text(
+        {v: tmp_path / v for v in ("kjv", "web")},
+        out,
+        seed=3,
+        lowercase=True,
+        valid_fraction=0.2,
+        test_fraction=0.2,
+        min_tokens=1,
+    )
     where = {}
     for split in ("train", "valid", "test"):
         for line in open(out / f"{split}.txt"):

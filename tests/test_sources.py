@@ -18,16 +18,24 @@ def test_conll_wrong_column_count_names_file_and_line(tmp_path):
 def test_conll_and_conllu_reading(tmp_path):
     conll = tmp_path / "a.conll"
     conll.write_text("-DOCSTART- O\n\nEU B-ORG\nrejects O\n\t\nPeter B-PER\n")
-    assert list(formats.read_conll(conll)) == [(["EU", "rejects"], ["B-ORG", "O"]),
-                                               (["Peter"], ["B-PER"])]
+    assert list(formats.read_conll(conll)) == [
+        (["EU", "rejects"], ["B-ORG", "O"]),
+        (["Peter"], ["B-PER"]),
+    ]
     conllu = tmp_path / "a.conllu"
-    rows = ["# text = Don't go", "1-2\tDon't\t_\t_\t_\t_\t_\t_\t_\t_",
-            "1\tDo\tdo\tAUX\t_\t_\t0\troot\t_\t_",
-            "2\tn't\tnot\tPART\t_\t_\t1\tadvmod\t_\t_",
-            "2.1\tx\tx\tX\t_\t_\t_\t_\t_\t_", "3\tgo\tgo\tVERB\t_\t_\t1\tx\t_\t_", ""]
+    rows = [
+        "# text = Don't go",
+        "1-2\tDon't\t_\t_\t_\t_\t_\t_\t_\t_",
+        "1\tDo\tdo\tAUX\t_\t_\t0\troot\t_\t_",
+        "2\tn't\tnot\tPART\t_\t_\t1\tadvmod\t_\t_",
+        "2.1\tx\tx\tX\t_\t_\t_\t_\t_\t_",
+        "3\tgo\tgo\tVERB\t_\t_\t1\tx\t_\t_",
+        "",
+    ]
     conllu.write_text("\n".join(rows) + "\n")
-    assert list(formats.read_conllu(conllu)) == [(["Do", "n't", "go"],
-                                                  ["AUX", "PART", "VERB"])]
+    assert list(formats.read_conllu(conllu)) == [
+        (["Do", "n't", "go"], ["AUX", "PART", "VERB"])
+    ]
     bad = tmp_path / "b.conllu"
     bad.write_text("1\tDo\tdo\n")
     with pytest.raises(DataError, match=r"b.conllu:1: expected 10"):
@@ -54,11 +62,20 @@ def test_local_text_and_tagged(tmp_path):
     folder = tmp_path / "ud"
     folder.mkdir()
     for split in ("train", "dev", "test"):
-        (folder / f"{split}.conllu").write_text("1\tHi\thi\tINTJ\t_\t_\t0\troot\t_\t_\n\n")
-    rec = fetch("ud", {"kind": "local", "format": "tagged", "path": str(folder)},
-                tmp_path / "out2", cache_dir=tmp_path)
-    assert rec["counts"] == {"train_sentences": 1, "valid_sentences": 1,
-                             "test_sentences": 1}
+        (folder / f"{split}.conllu").write_text(
+            "1\tHi\thi\tINTJ\t_\t_\t0\troot\t_\t_\n\n"
+        )
+    rec = fetch(
+        "ud",
+        {"kind": "local", "format": "tagged", "path": str(folder)},
+        tmp_path / "out2",
+        cache_dir=tmp_path,
+    )
+    assert rec["counts"] == {
+        "train_sentences": 1,
+        "valid_sentences": 1,
+        "test_sentences": 1,
+    }
 
 
 def test_unknown_source_lists_registered():
@@ -82,8 +99,10 @@ def test_atomic_path_keeps_old_output_on_failure(tmp_path):
 
 def test_alignment_check_rejects_misnumbered_verses():
     ok = {1001001: "1. In the beginning", 1001002: "2. And the earth"}
-    assert bible.check_alignment("kjv", ok) == {1001001: "In the beginning",
-                                                1001002: "And the earth"}
+    assert bible.check_alignment("kjv", ok) == {
+        1001001: "In the beginning",
+        1001002: "And the earth",
+    }
     slipped = {1043001: "1. ok", 1043002: "3. slipped", 1043003: "4. slipped"}
     with pytest.raises(DataError, match=r"off from Genesis 43:2.*2 of 3 verses"):
         bible.check_alignment("bbe", slipped)
@@ -122,5 +141,7 @@ def test_wikifil_rules_on_a_hand_made_article():
     assert len(articles) == 1  # redirect and talk page dropped
     page_id, title, text = articles[0]
     assert (page_id, title) == ("12", "Alpha")
-    assert text == ("alpha is the first letter of two four see beta and page "
-                    "an image caption letters end")
+    assert text == (
+        "alpha is the first letter of two four see beta and page "
+        "an image caption letters end"
+    )

@@ -33,7 +33,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if rng:
             start = int(rng.split("=")[1].split("-")[0])
             self.send_response(206)
-            self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
+            self.send_header(
+                "Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}"
+            )
         else:
             self.send_response(200)
         self.send_header("Content-Length", str(len(body) - start))
@@ -61,8 +63,9 @@ def sha(b: bytes) -> str:
 
 def test_download_checks_sha256(server, tmp_path):
     Handler.files["/corpus.txt"] = PAYLOAD
-    path, digest = url.download(f"{server}/corpus.txt", tmp_path,
-                                expected_sha256=sha(PAYLOAD))
+    path, digest = url.download(
+        f"{server}/corpus.txt", tmp_path, expected_sha256=sha(PAYLOAD)
+    )
     assert path.read_bytes() == PAYLOAD and digest == sha(PAYLOAD)
 
 
@@ -86,8 +89,12 @@ def test_truncated_download_is_detected_then_resumed(server, tmp_path):
 
 def test_first_download_records_checksum_later_must_match(server, tmp_path):
     Handler.files["/text.zip"] = _zip({"text8": PAYLOAD})
-    spec = {"kind": "url", "format": "text", "url": f"{server}/text.zip",
-            "member": "text8"}
+    spec = {
+        "kind": "url",
+        "format": "text",
+        "url": f"{server}/text.zip",
+        "member": "text8",
+    }
     out = tmp_path / "raw"
     record = fetch("t", spec, out, cache_dir=tmp_path / "cache1")
     assert record["download"]["sha256"] == sha(Handler.files["/text.zip"])

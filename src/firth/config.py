@@ -27,7 +27,7 @@ class SourceSpec(Section):
     """A custom data source given inline in ``sources`` (registered ones are strings)."""
 
     kind: Literal["url", "hf", "local"]
-    format: Literal["text", "parallel", "tagged", "analogy", "similarity"]
+    format: Literal["text", "parallel", "tagged", "analogy", "similarity", "nli"]
     # url: the address, the expected sha256 ("" = record on first download), and
     # the member of an archive to read ("" = the downloaded file itself).
     url: str = ""

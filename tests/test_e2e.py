@@ -1,0 +1,92 @@
+"""End to end: the real `dvc repro` on the tiny profile inside a temporary git repo."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import ROOT
+
+pytestmark = pytest.mark.e2e
+
+
+def run(cmd, cwd, env):
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout + proc.stderr
+
+
+def ran(output: str) -> set[str]:
+    return set(re.findall(r"Running stage '([^']+)'", output))
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    path = tmp_path_factory.mktemp("firth")
+    for item in ("src", "stages", "dvc.yaml"):
+        src = ROOT / item
+        if src.is_dir():
+            shutil.copytree(
+                src,
+                path / item,
+                ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"),
+            )
+        else:
+            shutil.copy(src, path / item)
+    shutil.copy(ROOT / "profiles" / "tiny.yaml", path / "params.yaml")
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    env["PYTHONPATH"] = str(path / "src")
+    env["DVC_NO_ANALYTICS"] = "1"
+    run(["git", "init", "-q"], path, env)
+    run(["dvc", "init", "-q"], path, env)
+    return path, env
+
+
+def test_repro_then_noop_then_only_downstream(repo):
+    path, env = repo
+    first = run(["dvc", "repro"], path, env)
+    assert "report" in ran(first)
+    assert (path / "reports" / "index.html").exists()
+    assert (path / "data" / "raw" / "tagged" / "wnut16" / "SOURCE.json").exists()
+    text = (path / "data" / "subsampled" / "text" / "train.txt").read_text()
+    assert 20000 <= len(text.split()) < 25000
+
+    second = run(["dvc", "repro"], path, env)
+    assert ran(second) == set()
+    assert "Data and pipelines are up to date" in second
+
+    params = yaml.safe_load((path / "params.yaml").read_text())
+    params["subsample"]["text"]["max_train_tokens"] = 10000
+    (path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    third = run(["dvc", "repro"], path, env)
+    assert ran(third) == {"subsample-text", "tokenizer-text", "report"}
+
+
+def test_prefect_flow_runs_every_stage_in_order(repo):
+    from prefect.testing.utilities import prefect_test_harness
+
+    sys.path.insert(0, str(ROOT / "flows"))
+    import pipeline as flow_module
+
+    path, env = repo
+    run(["dvc", "repro"], path, env)
+    order = flow_module.stage_order(path)
+    assert order.index("fetch-text@bible-kjv") < order.index("prepare-text")
+    assert order[-1] == "report"
+    params = yaml.safe_load((path / "params.yaml").read_text())
+    params["subsample"]["parallel"]["max_train_pairs"] = 400
+    (path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    with prefect_test_harness():
+        results = flow_module.pipeline(str(path))
+    assert set(results) == set(order)
+    assert {s for s, r in results.items() if r} == {
+        "subsample-parallel",
+        "tokenizer-parallel",
+        "report",
+    }
+    assert results["fetch-text@bible-kjv"] is False  # up to date: DVC skipped it

@@ -1,0 +1,78 @@
+"""hf: sources tested offline on local files through the same datasets.load_dataset path."""
+
+import json
+
+import pandas as pd
+
+from firth.sources.fetch import fetch
+
+
+def test_hf_parquet_parallel_with_field_mapping(tmp_path):
+    data = tmp_path / "mt"
+    data.mkdir()
+    pd.DataFrame(
+        {
+            "translation": [
+                {"de": "Ein Hund", "en": "A dog"},
+                {"de": "Zwei Katzen", "en": "Two cats"},
+            ]
+        }
+    ).to_parquet(data / "train.parquet")
+    spec = {
+        "kind": "hf",
+        "format": "parallel",
+        "id": "parquet",
+        "path": str(data / "train.parquet"),
+        "fields": {"source": "translation.de", "target": "translation.en"},
+    }
+    rec = fetch("mt", spec, tmp_path / "out", cache_dir=tmp_path)
+    assert rec["counts"] == {"pairs": 2}
+    lines = (tmp_path / "out" / "pairs.tsv").read_text().splitlines()
+    assert lines[0] == "train-0\tEin Hund\tA dog"
+
+
+def test_hf_jsonl_nli_drops_examples_without_gold_label(tmp_path):
+    path = tmp_path / "snli.jsonl"
+    rows = [
+        {
+            "premise": "A man sleeps.",
+            "hypothesis": "A man rests.",
+            "label": "entailment",
+        },
+        {"premise": "A cat.", "hypothesis": "A dog.", "label": "-"},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    spec = {"kind": "hf", "format": "nli", "id": "json", "path": str(path)}
+    rec = fetch("nli", spec, tmp_path / "out", cache_dir=tmp_path)
+    assert rec["counts"] == {"examples": 1, "dropped_without_gold_label": 1}
+
+
+def test_hf_tagged_class_labels_become_names(tmp_path):
+    import datasets
+
+    features = datasets.Features(
+        {
+            "tokens": datasets.Sequence(datasets.Value("string")),
+            "ner_tags": datasets.Sequence(
+                datasets.ClassLabel(names=["O", "B-PER", "I-PER"])
+            ),
+        }
+    )
+    ds = datasets.Dataset.from_dict(
+        {"tokens": [["Ada", "Lovelace", "wrote"]], "ner_tags": [[1, 2, 0]]},
+        features=features,
+    )
+    # parquet keeps the ClassLabel feature in its schema metadata
+    ds.to_parquet(str(tmp_path / "train.parquet"))
+    spec = {
+        "kind": "hf",
+        "format": "tagged",
+        "id": "parquet",
+        "path": str(tmp_path / "train.parquet"),
+        "fields": {"tags": "ner_tags"},
+    }
+    rec = fetch("ner", spec, tmp_path / "out", cache_dir=tmp_path)
+    assert rec["counts"] == {"train_sentences": 1}
+    assert (tmp_path / "out" / "train.conll").read_text() == (
+        "Ada\tB-PER\nLovelace\tI-PER\nwrote\tO\n\n"
+    )
