@@ -1,4 +1,4 @@
-"""DVC stage prepare-text: data/raw/text/* -> data/prepared/text/{train,valid,test}.txt."""
+"""DVC stage prepare-text: data/raw/text/* -> data/prepared/text/{split}.txt."""
 
 from __future__ import annotations
 

@@ -64,7 +64,7 @@ def test_unknown_section_and_source_group(tmp_path):
 
 
 def test_stage_stops_with_one_line_and_writes_nothing(tmp_path, capsys):
-    path = write_params(tmp_path, lambda p: p["subsample"]["text"].update(bogus=1))
+    write_params(tmp_path, lambda p: p["subsample"]["text"].update(bogus=1))
     (tmp_path / "data" / "prepared").mkdir(parents=True)
     with pytest.raises(SystemExit) as exit_:
         subsample_stage.main(["--root", str(tmp_path), "text"])

@@ -1,4 +1,4 @@
-"""hf: sources tested offline on local files through the same datasets.load_dataset path."""
+"""hf: sources tested offline on local files via datasets.load_dataset."""
 
 import json
 

@@ -24,7 +24,7 @@ class Section(BaseModel):
 
 
 class SourceSpec(Section):
-    """A custom data source given inline in ``sources`` (registered ones are strings)."""
+    """A custom data source given inline in ``sources`` (registered: strings)."""
 
     kind: Literal["url", "hf", "local"]
     format: Literal["text", "parallel", "tagged", "analogy", "similarity", "nli"]

@@ -1,4 +1,4 @@
-"""User-facing errors: each one renders as a single line naming the file, line or key."""
+"""User-facing errors: each renders as one line naming the file, line or key."""
 
 
 class FirthError(Exception):

@@ -152,7 +152,7 @@ def read_conllu(path: Path) -> Iterator[Sentence]:
 
 
 def read_slash_tagged(path: Path) -> Iterator[Sentence]:
-    """Read ``word/TAG word/TAG`` lines (one sentence per line; split on the last '/')."""
+    """Read `word/TAG word/TAG` lines: a sentence per line, split on the last `/`."""
     with open(path, encoding="utf-8") as f:
         for lineno, line in enumerate(f, 1):
             items = line.split()
