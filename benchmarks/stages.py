@@ -17,7 +17,6 @@ import platform
 import re
 import subprocess
 import sys
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -89,7 +88,8 @@ def main() -> None:
     for stage in stage_order():
         row = measure(stage)
         print(
-            f"{row['stage']:<36} {row['seconds']:>7.2f} s {row['peak_rss_mb']:>8.1f} MB",
+            f"{row['stage']:<36} {row['seconds']:>7.2f} s "
+            f"{row['peak_rss_mb']:>8.1f} MB",
             flush=True,
         )
         rows.append(row)
@@ -105,8 +105,8 @@ def main() -> None:
         "total_seconds": total,
         "max_peak_rss_mb": max(r["peak_rss_mb"] for r in rows),
         "stages": rows,
-        "note": "each stage forced with dvc repro --force --single-item; includes dvc's "
-        "own start-up (about 1 s per stage); downloads already cached",
+        "note": "each stage forced with dvc repro --force --single-item; includes "
+        "dvc's own start-up (about 1 s per stage); downloads already cached",
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     tmp = args.out.with_suffix(".tmp")
