@@ -72,3 +72,18 @@ def test_stage_stops_with_one_line_and_writes_nothing(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "subsample.text.bogus" in err[0]
     assert not (tmp_path / "data" / "subsampled").exists()
+
+
+def test_cli_check_params(tmp_path):
+    from typer.testing import CliRunner
+
+    from firth.cli import app
+
+    runner = CliRunner()
+    assert (
+        runner.invoke(app, ["check-params", str(ROOT / "params.yaml")]).exit_code == 0
+    )
+    bad = write_params(tmp_path, lambda p: p["report"].update(colour="red"))
+    result = runner.invoke(app, ["check-params", "--path", str(bad)])
+    assert result.exit_code == 2 and "report.colour" in result.output
+    assert "wikipedia-sample" in runner.invoke(app, ["sources"]).output
