@@ -80,9 +80,8 @@ def test_cli_check_params(tmp_path):
     from firth.cli import app
 
     runner = CliRunner()
-    assert (
-        runner.invoke(app, ["check-params", str(ROOT / "params.yaml")]).exit_code == 0
-    )
+    ok = runner.invoke(app, ["check-params", "--path", str(ROOT / "params.yaml")])
+    assert ok.exit_code == 0, ok.output
     bad = write_params(tmp_path, lambda p: p["report"].update(colour="red"))
     result = runner.invoke(app, ["check-params", "--path", str(bad)])
     assert result.exit_code == 2 and "report.colour" in result.output
