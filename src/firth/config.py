@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Self, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -51,6 +51,14 @@ class SourceSpec(Section):
         return self
 
 
+def check_fractions(valid_fraction: float, test_fraction: float) -> None:
+    """Both held-out fractions in (0, 1), leaving something for training."""
+    if not (0 < valid_fraction < 1 and 0 < test_fraction < 1):
+        raise ValueError("valid_fraction and test_fraction must lie in (0, 1)")
+    if valid_fraction + test_fraction >= 1:
+        raise ValueError("valid_fraction + test_fraction must be below 1")
+
+
 class PrepareText(Section):
     lowercase: bool
     valid_fraction: float
@@ -58,11 +66,8 @@ class PrepareText(Section):
     min_tokens: int
 
     @model_validator(mode="after")
-    def _fractions(self) -> PrepareText:
-        if not (0 < self.valid_fraction < 1 and 0 < self.test_fraction < 1):
-            raise ValueError("valid_fraction and test_fraction must lie in (0, 1)")
-        if self.valid_fraction + self.test_fraction >= 1:
-            raise ValueError("valid_fraction + test_fraction must be below 1")
+    def _fractions(self) -> Self:
+        check_fractions(self.valid_fraction, self.test_fraction)
         return self
 
 
@@ -92,11 +97,8 @@ class PrepareTagged(Section):
     repair_bio: bool
 
     @model_validator(mode="after")
-    def _fractions(self) -> PrepareTagged:
-        if not (0 < self.valid_fraction < 1 and 0 < self.test_fraction < 1):
-            raise ValueError("valid_fraction and test_fraction must lie in (0, 1)")
-        if self.valid_fraction + self.test_fraction >= 1:
-            raise ValueError("valid_fraction + test_fraction must be below 1")
+    def _fractions(self) -> Self:
+        check_fractions(self.valid_fraction, self.test_fraction)
         return self
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from firth.config import SourceSpec, validate_section
 from firth.errors import ConfigError, DataError
-from firth.io import atomic_path, sha256_file
+from firth.io import atomic_path, sha256_file, sha256_tree
 from firth.sources import bible, formats, hf, package, url, wikipedia
 from firth.sources.registry import REGISTRY, Registered
 
@@ -440,7 +440,7 @@ def _hf(
         "revision": revision,
         "data_files": data_files,
         "fields": fields,
-        "sha256": _tree_digest(out),
+        "sha256": sha256_tree(out),
         "license": license,
         "counts": counts,
     }
@@ -455,12 +455,6 @@ def _wikitext_docs(records: Iterator[tuple[str, int, dict]]) -> Iterator[dict]:
         if heading.match(text.rstrip("\n")):
             group += 1
         yield {"id": f"{split}-{i}", "group": f"{split}-{group}", "text": text.strip()}
-
-
-def _tree_digest(out: Path) -> str:
-    from firth.io import sha256_tree
-
-    return sha256_tree(out)
 
 
 def _local(path: Path, fmt: str, license: str, out: Path) -> dict:
@@ -488,7 +482,7 @@ def _local(path: Path, fmt: str, license: str, out: Path) -> dict:
                     )
         if not counts:
             raise DataError(f"{path}: no train/valid/test .conll or .conllu files")
-        digest = _tree_digest(path)
+        digest = sha256_tree(path)
     else:
         counts = _write(fmt, "", path, out, source=str(path))
         digest = sha256_file(path)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import bz2
 import gzip
-import hashlib
 import logging
 import os
 import shutil
@@ -23,6 +22,7 @@ from pathlib import Path, PurePosixPath
 from tqdm import tqdm
 
 from firth.errors import DataError
+from firth.io import sha256_file
 
 log = logging.getLogger(__name__)
 CHUNK = 1 << 16
@@ -41,7 +41,7 @@ def download(
     cache_dir.mkdir(parents=True, exist_ok=True)
     final = cache_dir / _filename(url)
     if final.exists():
-        digest = _sha256(final)
+        digest = sha256_file(final)
         if not expected_sha256 or digest == expected_sha256:
             return final, digest
         log.warning(
@@ -100,7 +100,7 @@ def download(
             f"{url}: truncated download, got {received} of {total} bytes; "
             "rerun to resume"
         )
-    digest = _sha256(part)
+    digest = sha256_file(part)
     if expected_sha256 and digest != expected_sha256:
         part.unlink()
         raise DataError(
@@ -109,14 +109,6 @@ def download(
         )
     os.replace(part, final)
     return final, digest
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(1 << 20):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _safe_target(root: Path, name: str, archive: Path) -> Path:
