@@ -140,6 +140,73 @@ class Report(Section):
     title: str
 
 
+class EmbeddingsCommon(Section):
+    dim: int = Field(ge=1)
+    min_count: int = Field(ge=1)
+    max_sentence_len: int = Field(ge=1)
+    window: int = Field(ge=1)
+    negatives: int = Field(ge=1)
+    sample: float = Field(ge=0)
+    epochs: int = Field(ge=1)
+    threads: int = Field(ge=0)
+    device: Literal["auto", "cpu", "cuda"]
+
+
+class EmbeddingsSGNS(Section):
+    lr: float = Field(gt=0)
+    optimizer: Literal["adagrad", "sgd"]
+    batch_centres: int = Field(ge=1)
+    kernel: Literal["auto", "sparse", "gather"]
+
+
+class EmbeddingsSubword(Section):
+    min_n: int = Field(ge=1)
+    max_n: int = Field(ge=1)
+    buckets: int = Field(ge=1)
+
+    @model_validator(mode="after")
+    def _order(self) -> Self:
+        if self.min_n > self.max_n:
+            raise ValueError("min_n must not exceed max_n")
+        return self
+
+
+class EmbeddingsPPMI(Section):
+    alpha: float = Field(gt=0)
+    shift: float = Field(ge=1)
+    power: float = Field(ge=0)
+
+
+class EmbeddingsGloVe(Section):
+    window: int = Field(ge=1)
+    x_max: float = Field(gt=0)
+    alpha: float = Field(gt=0)
+    lr: float = Field(gt=0)
+    epochs: int = Field(ge=1)
+    batch: int = Field(ge=1)
+
+
+class EmbeddingsGensim(Section):
+    alpha: float = Field(gt=0)
+    min_alpha: float = Field(ge=0)
+
+
+class Embeddings(Section):
+    common: EmbeddingsCommon
+    sgns: EmbeddingsSGNS
+    subword: EmbeddingsSubword
+    ppmi: EmbeddingsPPMI
+    glove: EmbeddingsGloVe
+    gensim: EmbeddingsGensim
+
+
+class EvaluateEmbeddings(Section):
+    restrict: int = Field(ge=0)
+    neighbours: int = Field(ge=1)
+    probes: list[str]
+    oov_probes: list[str]
+
+
 SECTIONS: dict[str, type[BaseModel]] = {
     "prepare_text": PrepareText,
     "prepare_parallel": PrepareParallel,
@@ -147,6 +214,8 @@ SECTIONS: dict[str, type[BaseModel]] = {
     "subsample": Subsample,
     "tokenizer": Tokenizer,
     "report": Report,
+    "embeddings": Embeddings,
+    "evaluate_embeddings": EvaluateEmbeddings,
 }
 
 M = TypeVar("M", bound=BaseModel)

@@ -1,0 +1,1 @@
+"""Word embeddings: SGNS, subword SGNS, PPMI-SVD, GloVe, and their evaluation."""

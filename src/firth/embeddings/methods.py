@@ -1,0 +1,211 @@
+"""One entry point per method: corpus + params -> vectors and training statistics.
+
+Methods: ``sgns``, ``subword`` (fastText-style SGNS), ``ppmi-svd``, ``glove`` and
+``gensim`` (the reference: gensim's Word2Vec skip-gram with the same settings).
+Words per second count every corpus token (rare words included) times epochs,
+divided by the training time (vocabulary building excluded), for every method.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from firth.config import Embeddings
+from firth.embeddings.cooccurrence import cooccurrence
+from firth.embeddings.corpus import Corpus
+from firth.embeddings.glove import GloVeConfig, train_glove
+from firth.embeddings.ppmi import ppmi, svd_vectors
+from firth.embeddings.sgns import SGNSConfig, train_sgns
+from firth.embeddings.subword import SubwordSpace, build_space
+from firth.embeddings.vectors import Embedding
+
+log = logging.getLogger(__name__)
+
+METHODS = ("sgns", "subword", "ppmi-svd", "glove", "gensim")
+
+
+@dataclass
+class Trained:
+    embedding: Embedding
+    stats: dict[str, Any]
+    loss_curve: list[float] = field(default_factory=list)
+    # subword only: the input table and its n-gram space, for unseen words
+    table: torch.Tensor | None = None
+    space: SubwordSpace | None = None
+
+
+def resolve_device(device: str) -> torch.device:
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("embeddings.common.device is 'cuda' but no GPU is visible")
+    return torch.device(device)
+
+
+def sgns_config(cfg: Embeddings, seed: int) -> SGNSConfig:
+    c = cfg.common
+    return SGNSConfig(
+        dim=c.dim,
+        window=c.window,
+        negatives=c.negatives,
+        sample=c.sample,
+        epochs=c.epochs,
+        lr=cfg.sgns.lr,
+        optimizer=cfg.sgns.optimizer,
+        batch_centres=cfg.sgns.batch_centres,
+        kernel=cfg.sgns.kernel,
+        seed=seed,
+    )
+
+
+def _rate(corpus: Corpus, epochs: int, seconds: float) -> float:
+    return corpus.vocab.total_tokens * epochs / max(seconds, 1e-9)
+
+
+def train_method(
+    method: str,
+    corpus: Corpus,
+    sentences: list[list[str]],
+    cfg: Embeddings,
+    *,
+    seed: int,
+    progress: bool = True,
+) -> Trained:
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r} (known: {', '.join(METHODS)})")
+    device = resolve_device(cfg.common.device)
+    words = corpus.vocab.words
+    if method in ("sgns", "subword"):
+        scfg = sgns_config(cfg, seed)
+        space = S = None
+        if method == "subword":
+            sw = cfg.subword
+            space, S = build_space(
+                words, min_n=sw.min_n, max_n=sw.max_n, buckets=sw.buckets
+            )
+        Z, _C, st = train_sgns(
+            corpus, scfg, device=device, composition=S, progress=progress
+        )
+        W = Z if S is None else S.to(device) @ Z
+        stats = {
+            "seconds": st.seconds,
+            "words_per_second": _rate(corpus, scfg.epochs, st.seconds),
+            "pairs": st.pairs,
+            "pairs_per_epoch": st.pairs / max(1, st.epochs),
+            "kept_tokens_per_epoch": st.kept_tokens / max(1, st.epochs),
+            "first_loss": st.first_loss,
+            "final_loss": st.epoch_loss[-1] if st.epoch_loss else float("nan"),
+            "device": device.type,
+            "config": asdict(scfg),
+        }
+        if space is not None:
+            stats["input_rows"] = space.rows
+            stats["used_buckets"] = int(len(space.used_buckets))
+        return Trained(
+            Embedding(words, W.detach().cpu().numpy().astype(np.float32)),
+            stats,
+            st.epoch_loss,
+            table=Z.detach().cpu() if space is not None else None,
+            space=space,
+        )
+    if method == "ppmi-svd":
+        t0 = time.perf_counter()
+        X = cooccurrence(corpus, window=cfg.common.window, progress=progress)
+        M = ppmi(X, alpha=cfg.ppmi.alpha, shift=cfg.ppmi.shift)
+        vecs, S = svd_vectors(M, dim=cfg.common.dim, power=cfg.ppmi.power, seed=seed)
+        seconds = time.perf_counter() - t0
+        return Trained(
+            Embedding(words, vecs),
+            {
+                "seconds": seconds,
+                "words_per_second": _rate(corpus, 1, seconds),
+                "cooccurrence_nonzeros": int(X.nnz),
+                "ppmi_nonzeros": int(M.nnz),
+                "top_singular_values": [float(x) for x in S[:5]],
+            },
+        )
+    if method == "glove":
+        g = cfg.glove
+        t0 = time.perf_counter()
+        X = cooccurrence(
+            corpus, window=g.window, weighting="harmonic", progress=progress
+        )
+        gcfg = GloVeConfig(
+            dim=cfg.common.dim,
+            x_max=g.x_max,
+            alpha=g.alpha,
+            lr=g.lr,
+            epochs=g.epochs,
+            batch=g.batch,
+            seed=seed,
+        )
+        vecs, st = train_glove(X, gcfg, device=device, progress=progress)
+        seconds = time.perf_counter() - t0
+        return Trained(
+            Embedding(words, vecs.detach().cpu().numpy().astype(np.float32)),
+            {
+                "seconds": seconds,
+                "words_per_second": _rate(corpus, g.epochs, seconds),
+                "nonzeros": st.nonzeros,
+                "final_loss": st.epoch_loss[-1],
+                "device": device.type,
+                "config": asdict(gcfg),
+            },
+            st.epoch_loss,
+        )
+    return _train_gensim(corpus, sentences, cfg, seed=seed)
+
+
+def _train_gensim(
+    corpus: Corpus, sentences: list[list[str]], cfg: Embeddings, *, seed: int
+) -> Trained:
+    from gensim.models import Word2Vec
+
+    c = cfg.common
+    model = Word2Vec(
+        vector_size=c.dim,
+        window=c.window,
+        negative=c.negatives,
+        sg=1,
+        hs=0,
+        sample=c.sample,
+        min_count=c.min_count,
+        workers=c.threads or torch.get_num_threads(),
+        alpha=cfg.gensim.alpha,
+        min_alpha=cfg.gensim.min_alpha,
+        seed=seed,
+        max_vocab_size=None,
+        sorted_vocab=1,
+    )
+    model.build_vocab(sentences)
+    t0 = time.perf_counter()
+    model.train(
+        sentences,
+        total_examples=model.corpus_count,
+        total_words=model.corpus_total_words,
+        epochs=c.epochs,
+        compute_loss=False,
+    )
+    seconds = time.perf_counter() - t0
+    kv = model.wv
+    # Same rows, same order as our vocabulary (gensim sorts by count too, but
+    # breaks ties differently): take its vectors by word.
+    missing = [w for w in corpus.vocab.words if w not in kv.key_to_index]
+    if missing:
+        raise RuntimeError(f"gensim's vocabulary lacks {len(missing)} of our words")
+    vecs = np.stack([kv[w] for w in corpus.vocab.words]).astype(np.float32)
+    return Trained(
+        Embedding(corpus.vocab.words, vecs),
+        {
+            "seconds": seconds,
+            "words_per_second": _rate(corpus, c.epochs, seconds),
+            "gensim_vocab": len(kv),
+            "workers": model.workers,
+        },
+    )

@@ -1,0 +1,325 @@
+"""Skip-gram with negative sampling (Mikolov et al. 2013, "Distributed
+Representations of Words and Phrases and their Compositionality", sections 2.2-2.3).
+
+Conventions
+- ``W`` (V, d): centre ("input") vectors v, initialised uniform in [-0.5/d, 0.5/d].
+- ``C`` (V, d): context ("output") vectors u, initialised to zero.
+- Noise distribution q(w) = count(w)^0.75 / sum, K negatives per (centre, context)
+  pair; the per-pair loss is  -log s(u_o.v_c) - sum_k log s(-u_k.v_c)  (s = sigmoid).
+- Frequent-word subsampling keeps each occurrence with probability
+  min(1, sqrt(t / f(w))) (the paper's formula; gensim and word2vec.c use
+  (sqrt(f/t) + 1) t/f, which keeps slightly more).
+- For every kept position a window b is drawn uniformly from 1..m and the pairs
+  (centre, context) are taken for every context within b on both sides, inside the
+  same sentence. Expected pairs per position, far from sentence ends: m + 1.
+
+Scale: an epoch never materialises the list of all pairs. Centre positions are
+shuffled and taken ``batch_centres`` at a time; the pairs of a batch are built with
+tensor ops, and the step is a handful of fused sparse kernels (``kernel="sparse"``:
+``sampled_addmm`` for the scores, CSR products for the gradients) or plain gathers
+and ``index_add_`` (``kernel="gather"``, used on GPUs). Updates are summed over the
+batch; a row-wise AdaGrad step (one accumulator per row, as in PyTorch-BigGraph)
+keeps the summed update of a row that occurs thousands of times in a batch (a
+frequent word drawn as a negative) from overshooting, which plain SGD on summed
+batch gradients does (it diverges at this batch size).
+
+Subword SGNS (fastText) reuses the trainer with a composition matrix S (V, R):
+the centre vector of a word is S[w] @ Z, the sum of its n-gram rows and its own row.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import torch
+from torch.nn import functional as F
+from tqdm import tqdm
+
+from firth.embeddings.corpus import Corpus
+
+log = logging.getLogger(__name__)
+
+Kernel = Literal["auto", "sparse", "gather"]
+Optimizer = Literal["adagrad", "sgd"]
+
+# CSR tensors are "beta" in torch and warn on creation; the kernels used here are
+# checked against the dense reference in tests/test_embeddings.py.
+warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+warnings.filterwarnings("ignore", message="Sparse invariant checks are implicitly")
+
+
+@dataclass(frozen=True)
+class SGNSConfig:
+    dim: int = 100
+    window: int = 5  # m: windows are drawn uniformly from 1..m
+    negatives: int = 5  # K
+    sample: float = 1e-4  # t; 0 = no subsampling
+    epochs: int = 5
+    lr: float = 0.2  # initial rate, decays linearly to lr * min_lr_ratio
+    min_lr_ratio: float = 1e-4
+    optimizer: Optimizer = "adagrad"
+    batch_centres: int = 16384  # centre positions per step
+    kernel: Kernel = "auto"
+    seed: int = 0
+
+
+@dataclass
+class TrainStats:
+    epochs: int = 0
+    steps: int = 0
+    pairs: int = 0
+    kept_tokens: int = 0
+    seconds: float = 0.0
+    epoch_loss: list[float] = field(default_factory=list)  # mean per-pair loss
+    first_loss: float = float("nan")  # mean per-pair loss of the first step
+
+
+def keep_probabilities(counts: np.ndarray, sample: float) -> np.ndarray:
+    """min(1, sqrt(t / f(w))) with f the relative frequency; 1 when t = 0."""
+    counts = np.asarray(counts, dtype=np.float64)
+    if sample <= 0:
+        return np.ones_like(counts)
+    freq = counts / counts.sum()
+    return np.minimum(1.0, np.sqrt(sample / freq))
+
+
+def noise_distribution(counts: np.ndarray, power: float = 0.75) -> np.ndarray:
+    """Unigram counts^power, renormalised."""
+    q = np.asarray(counts, dtype=np.float64) ** power
+    return q / q.sum()
+
+
+def sentence_bounds(sentence: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """First and last position of each position's sentence (``sentence`` sorted)."""
+    first = torch.searchsorted(sentence, sentence, right=False)
+    last = torch.searchsorted(sentence, sentence, right=True) - 1
+    return first, last
+
+
+def window_pairs(
+    pos: torch.Tensor,
+    first: torch.Tensor,
+    last: torch.Tensor,
+    *,
+    window: int,
+    generator: torch.Generator,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(centre position, context position) pairs for the centres ``pos`` (B,).
+
+    Each centre draws b ~ U{1..window} and pairs with every position within b on
+    either side that lies in its own sentence [first, last].
+    """
+    (B,) = pos.shape
+    dev = pos.device
+    b = torch.randint(1, window + 1, (B,), generator=generator, device=dev)
+    off = torch.cat(
+        [torch.arange(-window, 0, device=dev), torch.arange(1, window + 1, device=dev)]
+    )  # (2m,)
+    ctx = pos[:, None] + off[None, :]  # (B, 2m)
+    ok = (off.abs()[None, :] <= b[:, None]) & (ctx >= first[pos][:, None])
+    ok &= ctx <= last[pos][:, None]
+    row, col = ok.nonzero(as_tuple=True)
+    return pos[row], ctx[row, col]
+
+
+def pair_loss(z: torch.Tensor) -> torch.Tensor:
+    """Per-pair SGNS loss from scores z (P, K+1), column 0 the true context:
+    -log s(z_0) - sum_k log s(-z_k), as (P,)."""
+    return F.softplus(-z[:, 0]) + F.softplus(z[:, 1:]).sum(1)
+
+
+def _scores_sparse(
+    v: torch.Tensor, C: torch.Tensor, targets: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """z[p, j] = v[p] . C[targets[p, j]] without gathering the rows of C."""
+    P, J = targets.shape
+    crow = torch.arange(0, P * J + 1, J, device=v.device)
+    ones = torch.ones(P * J, device=v.device, dtype=v.dtype)
+    A = torch.sparse_csr_tensor(crow, targets.reshape(-1), ones, size=(P, C.shape[0]))
+    z = torch.sparse.sampled_addmm(A, v, C.t(), beta=0.0).values().view(P, J)
+    return z, crow
+
+
+def step_gradients(
+    v: torch.Tensor,
+    C: torch.Tensor,
+    targets: torch.Tensor,
+    *,
+    kernel: Literal["sparse", "gather"],
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Scores and gradients of the summed SGNS loss of one batch.
+
+    v (P, d): centre vectors; targets (P, K+1): true context then K negatives.
+    Returns z (P, K+1), grad_v (P, d), and grad_C (V, d) dense.
+    """
+    P, J = targets.shape
+    V, d = C.shape
+    if kernel == "sparse":
+        z, crow = _scores_sparse(v, C, targets)
+        g = torch.sigmoid(z)
+        g[:, 0] -= 1.0  # dL/dz: s(z) - 1 for the context, s(z) for negatives
+        flat = targets.reshape(-1)
+        A = torch.sparse_csr_tensor(crow, flat, g.reshape(-1), size=(P, V))
+        grad_v = A @ C  # (P, d): sum_j g[p, j] C[t[p, j]]
+        # grad_C = A^T v, built as a CSR over target rows (sorted once).
+        order = torch.argsort(flat)
+        rows = torch.div(order, J, rounding_mode="floor")
+        counts = torch.bincount(flat, minlength=V)
+        crow_t = torch.zeros(V + 1, dtype=torch.long, device=v.device)
+        crow_t[1:] = counts.cumsum(0)
+        At = torch.sparse_csr_tensor(crow_t, rows, g.reshape(-1)[order], size=(V, P))
+        grad_C = At @ v
+        return z, grad_v, grad_C
+    u = C.index_select(0, targets.reshape(-1)).view(P, J, d)  # (P, K+1, d)
+    z = torch.bmm(u, v.unsqueeze(2)).squeeze(2)  # (P, K+1)
+    g = torch.sigmoid(z)
+    g[:, 0] -= 1.0
+    grad_v = torch.bmm(g.unsqueeze(1), u).squeeze(1)  # (P, d)
+    grad_u = (g.unsqueeze(2) * v.unsqueeze(1)).view(-1, d)  # (P*(K+1), d)
+    grad_C = torch.zeros_like(C).index_add_(0, targets.reshape(-1), grad_u)
+    return z, grad_v, grad_C
+
+
+class RowAdaGrad:
+    """Row-wise AdaGrad: one squared-gradient accumulator per row, G += mean(g^2)."""
+
+    def __init__(self, rows: int, *, device: torch.device, eps: float = 1e-8):
+        self.acc = torch.zeros(rows, device=device)
+        self.eps = eps
+
+    def step(self, param: torch.Tensor, grad: torch.Tensor, lr: float) -> None:
+        self.acc.add_(grad.square().mean(1))
+        denom = self.acc.sqrt().add_(self.eps).unsqueeze(1)
+        param.addcdiv_(grad, denom, value=-lr)
+
+
+def resolve_kernel(kernel: Kernel, device: torch.device) -> Literal["sparse", "gather"]:
+    if kernel == "auto":
+        return "sparse" if device.type == "cpu" else "gather"
+    return kernel
+
+
+def init_tables(
+    rows_in: int, rows_out: int, dim: int, *, generator: torch.Generator, device
+) -> tuple[torch.Tensor, torch.Tensor]:
+    W = (torch.rand(rows_in, dim, generator=generator, device=device) - 0.5) / dim
+    C = torch.zeros(rows_out, dim, device=device)
+    return W, C
+
+
+def train_sgns(
+    corpus: Corpus,
+    cfg: SGNSConfig,
+    *,
+    device: str | torch.device = "cpu",
+    composition: torch.Tensor | None = None,
+    progress: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor, TrainStats]:
+    """Train SGNS on ``corpus``; return (input table, context table, stats).
+
+    With ``composition`` S (V, R) sparse CSR, the input table Z has R rows and the
+    centre vector of word w is S[w] @ Z (subword SGNS); otherwise it is W[w].
+    """
+    device = torch.device(device)
+    kernel = resolve_kernel(cfg.kernel, device)
+    V = len(corpus.vocab)
+    if V < 2:
+        raise ValueError("SGNS needs at least two words in the vocabulary")
+    gen = torch.Generator(device=device)
+    gen.manual_seed(cfg.seed)
+    rows_in = V if composition is None else composition.shape[1]
+    Z, C = init_tables(rows_in, V, cfg.dim, generator=gen, device=device)
+    S = composition.to(device) if composition is not None else None
+
+    ids = torch.from_numpy(corpus.ids).to(device)
+    sent = torch.from_numpy(corpus.sentence).to(device)
+    keep = torch.from_numpy(keep_probabilities(corpus.vocab.counts, cfg.sample))
+    keep = keep.to(device=device, dtype=torch.float32)
+    cum = torch.from_numpy(np.cumsum(noise_distribution(corpus.vocab.counts)))
+    cum = cum.to(device=device, dtype=torch.float64)
+    K, B = cfg.negatives, cfg.batch_centres
+
+    # Expected steps for the linear decay: kept positions per epoch / batch.
+    expected_kept = float(keep[ids].sum().item())
+    total_steps = max(1, cfg.epochs * math.ceil(expected_kept / B))
+    opt_in = RowAdaGrad(rows_in, device=device) if cfg.optimizer == "adagrad" else None
+    opt_out = RowAdaGrad(V, device=device) if cfg.optimizer == "adagrad" else None
+
+    stats = TrainStats()
+    t0 = time.perf_counter()
+    for epoch in range(cfg.epochs):
+        mask = torch.rand(len(ids), generator=gen, device=device) < keep[ids]
+        kept, kept_sent = ids[mask], sent[mask]
+        n = len(kept)
+        stats.kept_tokens += n
+        if n == 0:
+            continue
+        first, last = sentence_bounds(kept_sent)
+        order = torch.randperm(n, generator=gen, device=device)
+        loss_sum = torch.zeros((), device=device, dtype=torch.float64)
+        pairs_epoch = 0
+        bar = tqdm(
+            range(0, n, B),
+            desc=f"sgns epoch {epoch + 1}/{cfg.epochs}",
+            unit=" steps",
+            disable=not progress,
+            leave=False,
+        )
+        for start in bar:
+            pos = order[start : start + B]
+            cpos, opos = window_pairs(
+                pos, first, last, window=cfg.window, generator=gen
+            )
+            P = len(cpos)
+            if P == 0:
+                continue
+            centre, context = kept[cpos], kept[opos]
+            u01 = torch.rand(P, K, generator=gen, device=device, dtype=torch.float64)
+            neg = torch.searchsorted(cum, u01).clamp_(max=V - 1)
+            targets = torch.cat([context[:, None], neg], 1)  # (P, K+1)
+            frac = min(1.0, stats.steps / total_steps)
+            lr = cfg.lr * max(cfg.min_lr_ratio, 1.0 - frac)
+
+            Wc = Z if S is None else S @ Z  # (V, d) word input vectors
+            v = Wc.index_select(0, centre)  # (P, d)
+            z, grad_v, grad_C = step_gradients(v, C, targets, kernel=kernel)
+            grad_W = torch.zeros_like(Wc).index_add_(0, centre, grad_v)  # (V, d)
+            grad_Z = grad_W if S is None else S.t() @ grad_W  # (R, d)
+            if opt_in is not None:
+                opt_in.step(Z, grad_Z, lr)
+                opt_out.step(C, grad_C, lr)
+            else:
+                Z.add_(grad_Z, alpha=-lr)
+                C.add_(grad_C, alpha=-lr)
+
+            batch_loss = pair_loss(z).sum()
+            if stats.steps == 0:
+                stats.first_loss = float(batch_loss.item()) / P
+            loss_sum += batch_loss
+            pairs_epoch += P
+            stats.steps += 1
+            if stats.steps % 20 == 0:
+                mean = float(loss_sum.item()) / pairs_epoch  # one sync per 20 steps
+                bar.set_postfix(loss=f"{mean:.4f}", lr=f"{lr:.4g}")
+        stats.pairs += pairs_epoch
+        stats.epochs += 1
+        mean = float(loss_sum.item()) / max(1, pairs_epoch)
+        stats.epoch_loss.append(mean)
+        log.info(
+            "sgns epoch %d/%d: %d kept tokens, %d pairs, loss %.4f",
+            epoch + 1,
+            cfg.epochs,
+            n,
+            pairs_epoch,
+            mean,
+        )
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    stats.seconds = time.perf_counter() - t0
+    return Z, C, stats

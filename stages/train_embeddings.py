@@ -1,0 +1,104 @@
+"""DVC stage train-embeddings-<method>: word vectors from the subsampled training
+text (data/subsampled/text/train.txt) -> data/embeddings/<method>/vectors.txt
+(word2vec text format), with training metrics in reports/embeddings/<method>/."""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import resource
+
+import torch
+
+from firth import runner
+from firth.config import load_sections
+from firth.embeddings.corpus import load_corpus
+from firth.embeddings.methods import METHODS, train_method
+from firth.embeddings.vectors import save_word2vec
+from firth.io import atomic_path, sha256_file, write_json
+
+log = logging.getLogger("train_embeddings")
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def body(args) -> None:
+    cfg, seed = load_sections("embeddings", runner.params_path(args))
+    if cfg.common.threads:
+        torch.set_num_threads(cfg.common.threads)
+    src = args.root / "data" / "subsampled" / "text" / "train.txt"
+    corpus, sentences = load_corpus(
+        src,
+        min_count=cfg.common.min_count,
+        max_sentence_len=cfg.common.max_sentence_len,
+    )
+    log.info("training %s on %s", args.method, src)
+    out = train_method(args.method, corpus, sentences, cfg, seed=seed)
+    data_hash = sha256_file(src)
+    with atomic_path(args.root / "data" / "embeddings" / args.method) as tmp:
+        tmp.mkdir()
+        save_word2vec(tmp / "vectors.txt", out.embedding)
+        if out.space is not None:
+            torch.save(
+                {
+                    "table": out.table,
+                    "words": out.space.words,
+                    "used_buckets": torch.from_numpy(out.space.used_buckets),
+                    "min_n": out.space.min_n,
+                    "max_n": out.space.max_n,
+                    "buckets": out.space.buckets,
+                },
+                tmp / "subword.pt",
+            )
+        (tmp / "config.json").write_text(
+            json.dumps(
+                {
+                    "method": args.method,
+                    "seed": seed,
+                    "embeddings": cfg.model_dump(),
+                    "corpus": str(src.relative_to(args.root)),
+                    "corpus_sha256": data_hash,
+                },
+                indent=2,
+            )
+            + "\n"
+        )
+    rep = args.root / "reports" / "embeddings" / args.method
+    stats = {k: v for k, v in out.stats.items() if k != "config"}
+    stats.update(
+        method=args.method,
+        seed=seed,
+        vocab=len(corpus.vocab),
+        corpus_tokens=corpus.vocab.total_tokens,
+        corpus_sha256=data_hash,
+        peak_rss_mb=round(peak_rss_mb(), 1),
+        threads=torch.get_num_threads(),
+    )
+    write_json(rep / "train.json", stats)
+    if out.loss_curve:
+        with atomic_path(rep / "loss.csv") as tmp:
+            with open(tmp, "w", newline="", encoding="utf-8") as f:
+                w = csv.writer(f)
+                w.writerow(["epoch", "loss"])
+                for i, loss in enumerate(out.loss_curve, start=1):
+                    w.writerow([i, round(loss, 6)])
+    log.info(
+        "%s: %.1f s, %.0f words/s, peak RSS %.0f MB",
+        args.method,
+        stats["seconds"],
+        stats["words_per_second"],
+        stats["peak_rss_mb"],
+    )
+
+
+def main(argv=None) -> None:
+    p = runner.parser(__doc__)
+    p.add_argument("method", choices=METHODS)
+    runner.run(body, p, argv)
+
+
+if __name__ == "__main__":
+    main()
