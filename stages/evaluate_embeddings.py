@@ -47,6 +47,7 @@ def load_subword(path: Path) -> tuple[SubwordSpace, torch.Tensor]:
         min_n=int(blob["min_n"]),
         max_n=int(blob["max_n"]),
         buckets=int(blob["buckets"]),
+        combine=blob["combine"],
     )
     return space, blob["table"]
 

@@ -11,6 +11,7 @@ from firth import runner
 from firth.config import load_sections
 from firth.io import atomic_path, read_json, write_text
 from firth.report import (
+    embeddings_section,
     parallel_section,
     render_html,
     render_markdown,
@@ -63,10 +64,22 @@ def body(args) -> None:
         with open(path, encoding="utf-8") as f:
             tables[path.stem] = list(csv.DictReader(f))
     sections.append(tokenizer_section(tables))
+    emb = root / "reports" / "embeddings"
+    evals = {p.parent.name: read_json(p) for p in sorted(emb.glob("*/eval.json"))}
+    if evals:
+        sections.append(
+            embeddings_section(
+                {m: _maybe(emb / m / "train.json") or {} for m in evals},
+                evals,
+                {m: _maybe(emb / m / "eval_detail.json") or {} for m in evals},
+                _maybe(root / "benchmarks" / "results" / "embeddings.json"),
+            )
+        )
     meta = {
         "code revision": _revision(root),
         "seed": str(seed),
         "built from": "reports/data/*.json, reports/tokenizers/*.csv, "
+        "reports/embeddings/*/*.json, benchmarks/results/embeddings.json, "
         "data/raw/*/*/SOURCE.json",
     }
     figures = {}

@@ -50,6 +50,7 @@ def body(args) -> None:
                     "min_n": out.space.min_n,
                     "max_n": out.space.max_n,
                     "buckets": out.space.buckets,
+                    "combine": out.space.combine,
                 },
                 tmp / "subword.pt",
             )

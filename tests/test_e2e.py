@@ -27,7 +27,7 @@ def ran(output: str) -> set[str]:
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory):
     path = tmp_path_factory.mktemp("firth")
-    for item in ("src", "stages", "dvc.yaml"):
+    for item in ("src", "stages", "dvc.yaml", "benchmarks"):
         src = ROOT / item
         if src.is_dir():
             shutil.copytree(
@@ -64,7 +64,26 @@ def test_repro_then_noop_then_only_downstream(repo):
     params["subsample"]["text"]["max_train_tokens"] = 10000
     (path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     third = run(["dvc", "repro"], path, env)
-    assert ran(third) == {"subsample-text", "tokenizer-text", "report"}
+    embedding_stages = {
+        f"train-embeddings-{m}"
+        for m in ("sgns", "subword", "ppmi-svd", "glove", "gensim")
+    } | {
+        f"evaluate-embeddings@{m}"
+        for m in ("sgns", "subword", "ppmi-svd", "glove", "gensim")
+    }
+    assert (
+        ran(third) == {"subsample-text", "tokenizer-text", "report"} | embedding_stages
+    )
+
+    params["embeddings"]["glove"]["epochs"] = 3
+    (path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    fourth = run(["dvc", "repro"], path, env)
+    assert ran(fourth) == {
+        "train-embeddings-glove",
+        "evaluate-embeddings@glove",
+        "report",
+    }
+    assert "## Word embeddings" in (path / "reports" / "index.md").read_text()
 
 
 def test_prefect_flow_runs_every_stage_in_order(repo):

@@ -163,6 +163,7 @@ class EmbeddingsSubword(Section):
     min_n: int = Field(ge=1)
     max_n: int = Field(ge=1)
     buckets: int = Field(ge=1)
+    combine: Literal["sum", "mean"]
 
     @model_validator(mode="after")
     def _order(self) -> Self:

@@ -316,3 +316,253 @@ def render_html(title: str, meta: dict[str, str], sections: list[Section]) -> st
         parts.append("</section>")
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+EMBEDDING_ORDER = ("sgns", "subword", "ppmi-svd", "glove", "gensim")
+
+
+def _num(x: object, digits: int = 4) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        return f"{x:.{digits}f}"
+    return fmt(x)
+
+
+def embeddings_section(
+    train: dict[str, dict],
+    evals: dict[str, dict],
+    details: dict[str, dict],
+    bench: dict | None,
+) -> Section:
+    """Methods side by side (gensim the reference), analogies by section,
+    neighbours of probe words, and the benchmark against gensim."""
+    methods = [m for m in EMBEDDING_ORDER if m in evals] + sorted(
+        m for m in evals if m not in EMBEDDING_ORDER
+    )
+    sec = Section(
+        "Word embeddings",
+        "Trained on data/subsampled/text/train.txt; gensim's Word2Vec (skip-gram, "
+        "same d, window, negatives, sample, min_count, epochs, threads) is the "
+        "reference. Analogies: Google set, accuracy over covered questions; 'top' "
+        "restricts candidates to the 30,000 most frequent words (gensim/word2vec "
+        "convention), 'full' uses the whole vocabulary; 3CosAdd excludes the three "
+        "input words, '3CosAdd incl.' does not; only-b answers the nearest "
+        "neighbour of b (a baseline). Similarity: Spearman over the pairs whose "
+        "words have vectors (coverage beside it).",
+    )
+    rows = []
+    for m in methods:
+        t, e = train.get(m, {}), evals[m]
+        rows.append(
+            [
+                m,
+                _num(t.get("words_per_second"), 0),
+                _num(t.get("seconds"), 1),
+                _num(t.get("peak_rss_mb"), 0),
+                _num(e.get("analogy-google_top_3cosadd")),
+                _num(e.get("analogy-google_top_3cosadd_incl")),
+                _num(e.get("analogy-google_top_3cosmul")),
+                _num(e.get("analogy-google_top_only_b")),
+                _num(e.get("analogy-google_top_coverage"), 3)
+                + " / "
+                + _num(e.get("analogy-google_full_coverage"), 3),
+                _num(e.get("analogy-google_full_3cosadd")),
+                f"{_num(e.get('wordsim353_spearman'))} "
+                f"({_num(e.get('wordsim353_coverage'), 2)})",
+                f"{_num(e.get('simlex999_spearman'))} "
+                f"({_num(e.get('simlex999_coverage'), 2)})",
+            ]
+        )
+    sec.tables.append(
+        (
+            "Methods (stage runs: train-embeddings-*, evaluate-embeddings@*)",
+            (
+                [
+                    "method",
+                    "words/s",
+                    "train s",
+                    "peak RSS MB",
+                    "3CosAdd (top)",
+                    "3CosAdd incl.",
+                    "3CosMul",
+                    "only-b",
+                    "coverage top / full",
+                    "3CosAdd (full)",
+                    "WS-353 (cov.)",
+                    "SimLex-999 (cov.)",
+                ],
+                rows,
+            ),
+        )
+    )
+    if any("wordsim353_with_oov_spearman" in evals[m] for m in methods):
+        oov_rows = [
+            [
+                m,
+                f"{_num(evals[m].get(f'{s}_with_oov_spearman'))} "
+                f"({_num(evals[m].get(f'{s}_with_oov_coverage'), 2)})",
+            ]
+            for m in methods
+            for s in ("wordsim353", "simlex999")
+            if f"{s}_with_oov_spearman" in evals[m]
+        ]
+        sec.tables.append(
+            (
+                "Subword model: similarity with vectors for unseen words "
+                "(rows: WS-353, SimLex-999)",
+                (["method", "Spearman (coverage)"], oov_rows),
+            )
+        )
+    # Analogy by section (top candidates, 3CosAdd).
+    names: list[str] = []
+    for m in methods:
+        block = details.get(m, {}).get("analogy", {})
+        for key, res in block.items():
+            if key.endswith("/top"):
+                names += [n for n in res["sections"] if n not in names]
+    if names:
+        sec_rows = []
+        for n in names:
+            row = [n]
+            cov = None
+            for m in methods:
+                res = next(
+                    (
+                        r
+                        for k, r in details.get(m, {}).get("analogy", {}).items()
+                        if k.endswith("/top")
+                    ),
+                    None,
+                )
+                entry = res["sections"].get(n) if res else None
+                row.append(_num(entry["3cosadd"], 3) if entry else "-")
+                cov = cov or (
+                    f"{entry['covered']}/{entry['questions']}" if entry else None
+                )
+            sec_rows.append([*row, cov or "-"])
+        sec.tables.append(
+            (
+                "3CosAdd by analogy section (top candidates)",
+                (["section", *methods, "covered"], sec_rows),
+            )
+        )
+    # Nearest neighbours.
+    probe_rows = []
+    for m in methods:
+        for entry in details.get(m, {}).get("neighbours", []):
+            near = (
+                ", ".join(w for w, _ in entry["neighbours"][:6])
+                or "(not in vocabulary)"
+            )
+            probe_rows.append([entry["word"], m, near])
+    if probe_rows:
+        probe_rows.sort(key=lambda r: r[0])
+        sec.tables.append(
+            (
+                "Nearest neighbours (cosine)",
+                (["probe", "method", "neighbours"], probe_rows),
+            )
+        )
+    oov_rows = []
+    for m in methods:
+        for entry in details.get(m, {}).get("oov_neighbours", []):
+            near = (
+                ", ".join(w for w, _ in entry["neighbours"][:6]) or "(no known n-gram)"
+            )
+            seen = "in vocabulary" if entry["in_vocab"] else "unseen"
+            oov_rows.append([entry["word"], seen, m, near])
+    if oov_rows:
+        sec.tables.append(
+            (
+                "Neighbours of words built from n-grams",
+                (["word", "status", "method", "neighbours"], oov_rows),
+            )
+        )
+    if bench:
+        sec.tables.append(benchmark_table(bench))
+    if rows:
+        sec.figures.append(
+            ("Embedding quality by method", embeddings_figure(methods, evals))
+        )
+    return sec
+
+
+def benchmark_table(bench: dict) -> tuple[str, Table]:
+    summary, ratios = bench["summary"], bench.get("ratio_to_gensim", {})
+    rows = []
+    for m, e in summary.items():
+        r = ratios.get(m, {})
+        rows.append(
+            [
+                m,
+                str(e["runs"]),
+                f"{e['words_per_second']:,.0f}",
+                _num(r.get("words_per_second"), 2) if r else "1",
+                f"{e['peak_rss_mb']:,.0f}",
+                f"{e['analogy_3cosadd']:.4f} ± {e['analogy_3cosadd_sd']:.4f}",
+                f"{e['wordsim353_spearman']:.3f} ± {e['wordsim353_spearman_sd']:.3f}",
+                f"{e['simlex999_spearman']:.3f} ± {e['simlex999_spearman_sd']:.3f}",
+                " / ".join(
+                    _num(r.get(k), 2)
+                    for k in (
+                        "analogy_3cosadd",
+                        "wordsim353_spearman",
+                        "simlex999_spearman",
+                    )
+                )
+                if r
+                else "1 / 1 / 1",
+                f"{bench.get('text8_expected_cpu_seconds', {}).get(m, '-'):,}"
+                if m in bench.get("text8_expected_cpu_seconds", {})
+                else "-",
+            ]
+        )
+    caption = (
+        f"Benchmark: `{bench['command']}` ({bench['machine']['cpus']} CPUs, "
+        f"corpus {bench['corpus']}; mean ± sd over seeds; ratios to gensim)"
+    )
+    return (
+        caption,
+        (
+            [
+                "method",
+                "runs",
+                "words/s",
+                "speed ratio",
+                "peak RSS MB",
+                "3CosAdd",
+                "WS-353",
+                "SimLex-999",
+                "quality ratios",
+                "text8 CPU s (est.)",
+            ],
+            rows,
+        ),
+    )
+
+
+def embeddings_figure(methods: list[str], evals: dict[str, dict]) -> bytes:
+    keys = [
+        ("analogy-google_top_3cosadd", "analogy 3CosAdd"),
+        ("analogy-google_top_3cosmul", "analogy 3CosMul"),
+        ("analogy-google_top_only_b", "only-b baseline"),
+        ("wordsim353_spearman", "WS-353 ρ"),
+        ("simlex999_spearman", "SimLex-999 ρ"),
+    ]
+    fig, ax = plt.subplots(figsize=(7.5, 4.0))
+    width = 0.8 / max(1, len(methods))
+    for i, m in enumerate(methods):
+        vals = [evals[m].get(k) or 0.0 for k, _ in keys]
+        ax.bar([j + i * width for j in range(len(keys))], vals, width, label=m)
+    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(keys))])
+    ax.set_xticklabels([label for _, label in keys], fontsize=8)
+    ax.axhline(0, color="black", linewidth=0.6)
+    ax.set_ylabel("accuracy / Spearman")
+    ax.legend(fontsize=8)
+    ax.grid(True, axis="y", alpha=0.3)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, metadata={"Software": None})
+    plt.close(fig)
+    return buf.getvalue()

@@ -87,7 +87,11 @@ def train_method(
         if method == "subword":
             sw = cfg.subword
             space, S = build_space(
-                words, min_n=sw.min_n, max_n=sw.max_n, buckets=sw.buckets
+                words,
+                min_n=sw.min_n,
+                max_n=sw.max_n,
+                buckets=sw.buckets,
+                combine=sw.combine,
             )
         Z, _C, st = train_sgns(
             corpus, scfg, device=device, composition=S, progress=progress

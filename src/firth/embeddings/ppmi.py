@@ -39,7 +39,7 @@ def ppmi(
     p_w = row / total
     pmi = np.log(X.data / total) - np.log(p_w[X.row]) - np.log(p_c[X.col])
     pmi -= np.log(shift)
-    keep = pmi > 0
+    keep = pmi > 1e-10  # rounding noise around 0 (independent pairs) is 0
     out = sp.coo_matrix(
         (pmi[keep], (X.row[keep], X.col[keep])), shape=counts.shape
     ).tocsr()

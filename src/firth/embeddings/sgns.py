@@ -66,6 +66,7 @@ class SGNSConfig:
     optimizer: Optimizer = "adagrad"
     batch_centres: int = 16384  # centre positions per step
     kernel: Kernel = "auto"
+    row_cap: int = 0  # sgd: divide a row's summed update by max(1, count / row_cap)
     seed: int = 0
 
 
@@ -93,6 +94,32 @@ def noise_distribution(counts: np.ndarray, power: float = 0.75) -> np.ndarray:
     """Unigram counts^power, renormalised."""
     q = np.asarray(counts, dtype=np.float64) ** power
     return q / q.sum()
+
+
+def alias_table(q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Vose's alias method for sampling from q in O(1): draw i uniformly from
+    0..V-1 and u from U(0, 1); the sample is i if u < prob[i], else alias[i]."""
+    q = np.asarray(q, dtype=np.float64)
+    V = len(q)
+    scaled = q * V / q.sum()
+    prob = np.ones(V, dtype=np.float64)
+    alias = np.arange(V, dtype=np.int64)
+    small = [i for i in range(V) if scaled[i] < 1.0]
+    large = [i for i in range(V) if scaled[i] >= 1.0]
+    while small and large:
+        s, g = small.pop(), large.pop()
+        prob[s], alias[s] = scaled[s], g
+        scaled[g] -= 1.0 - scaled[s]
+        (small if scaled[g] < 1.0 else large).append(g)
+    return prob, alias  # leftovers keep prob 1 (rounding)
+
+
+def alias_distribution(prob: np.ndarray, alias: np.ndarray) -> np.ndarray:
+    """The distribution an alias table samples from (for checking it)."""
+    V = len(prob)
+    out = prob / V
+    np.add.at(out, alias, (1.0 - prob) / V)
+    return out
 
 
 def sentence_bounds(sentence: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -167,8 +194,9 @@ def step_gradients(
         flat = targets.reshape(-1)
         A = torch.sparse_csr_tensor(crow, flat, g.reshape(-1), size=(P, V))
         grad_v = A @ C  # (P, d): sum_j g[p, j] C[t[p, j]]
-        # grad_C = A^T v, built as a CSR over target rows (sorted once).
-        order = torch.argsort(flat)
+        # grad_C = A^T v, built as a CSR over target rows (sorted once; int32
+        # keys sort about twice as fast).
+        order = torch.argsort(flat.to(torch.int32))
         rows = torch.div(order, J, rounding_mode="floor")
         counts = torch.bincount(flat, minlength=V)
         crow_t = torch.zeros(V + 1, dtype=torch.long, device=v.device)
@@ -241,8 +269,9 @@ def train_sgns(
     sent = torch.from_numpy(corpus.sentence).to(device)
     keep = torch.from_numpy(keep_probabilities(corpus.vocab.counts, cfg.sample))
     keep = keep.to(device=device, dtype=torch.float32)
-    cum = torch.from_numpy(np.cumsum(noise_distribution(corpus.vocab.counts)))
-    cum = cum.to(device=device, dtype=torch.float64)
+    prob, alias = alias_table(noise_distribution(corpus.vocab.counts))
+    prob = torch.from_numpy(prob).to(device=device, dtype=torch.float32)
+    alias = torch.from_numpy(alias).to(device)
     K, B = cfg.negatives, cfg.batch_centres
 
     # Expected steps for the linear decay: kept positions per epoch / batch.
@@ -280,8 +309,9 @@ def train_sgns(
             if P == 0:
                 continue
             centre, context = kept[cpos], kept[opos]
-            u01 = torch.rand(P, K, generator=gen, device=device, dtype=torch.float64)
-            neg = torch.searchsorted(cum, u01).clamp_(max=V - 1)
+            neg = torch.randint(0, V, (P, K), generator=gen, device=device)
+            u01 = torch.rand(P, K, generator=gen, device=device)
+            neg = torch.where(u01 < prob[neg], neg, alias[neg])  # (P, K) ~ q
             targets = torch.cat([context[:, None], neg], 1)  # (P, K+1)
             frac = min(1.0, stats.steps / total_steps)
             lr = cfg.lr * max(cfg.min_lr_ratio, 1.0 - frac)
@@ -294,6 +324,16 @@ def train_sgns(
             if opt_in is not None:
                 opt_in.step(Z, grad_Z, lr)
                 opt_out.step(C, grad_C, lr)
+            elif cfg.row_cap > 0:
+                # SGD on the batch sum, damped for rows occurring more than
+                # row_cap times in the batch (sequential SGD saturates there).
+                n_out = torch.bincount(targets.reshape(-1), minlength=V)
+                n_in = torch.bincount(centre, minlength=V)
+                if S is not None:
+                    n_in = (S.t() @ n_in.to(Z.dtype)[:, None]).squeeze(1)
+                for param, grad, n in ((Z, grad_Z, n_in), (C, grad_C, n_out)):
+                    damp = (n.to(param.dtype) / cfg.row_cap).clamp_(min=1.0)
+                    param.addcdiv_(grad, damp[:, None], value=-lr)
             else:
                 Z.add_(grad_Z, alpha=-lr)
                 C.add_(grad_C, alpha=-lr)

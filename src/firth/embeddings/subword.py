@@ -1,9 +1,10 @@
 """Subword SGNS (Bojanowski et al. 2017, "Enriching Word Vectors with Subword
 Information", section 3.2): a word is represented by the sum of the vectors of its
 character n-grams (n = min_n..max_n, of the word wrapped in '<' and '>') and of the
-word itself. N-grams are hashed into ``buckets`` with fastText's FNV-1a hash (bytes
-read as signed chars, as fastText and gensim do), so a word never seen in training
-still gets a vector from the n-grams it shares with training words.
+word itself, or by their mean, as fastText's code computes it (``combine``).
+N-grams are hashed into ``buckets`` with fastText's FNV-1a hash (bytes read as
+signed chars, as fastText and gensim do), so a word never seen in training still
+gets a vector from the n-grams it shares with training words.
 
 Only buckets that some vocabulary word uses are trained; they are stored compactly
 (rows V.. of the input table). An n-gram of an unseen word that hashes to an unused
@@ -14,6 +15,7 @@ random vector); a word with no known n-gram has no vector.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import torch
@@ -53,6 +55,7 @@ class SubwordSpace:
     min_n: int
     max_n: int
     buckets: int
+    combine: Literal["sum", "mean"] = "sum"
 
     @property
     def rows(self) -> int:
@@ -75,10 +78,16 @@ class SubwordSpace:
 
 
 def build_space(
-    words: list[str], *, min_n: int, max_n: int, buckets: int
+    words: list[str],
+    *,
+    min_n: int,
+    max_n: int,
+    buckets: int,
+    combine: Literal["sum", "mean"] = "sum",
 ) -> tuple[SubwordSpace, torch.Tensor]:
-    """The space and the composition matrix S (V, V+U), CSR, ones where a row
-    belongs to a word (a repeated n-gram counts as often as it occurs)."""
+    """The space and the composition matrix S (V, V+U), CSR: 1 (``sum``, the
+    paper) or 1/rows (``mean``, what fastText's code does) where a row belongs to a
+    word; a repeated n-gram counts as often as it occurs."""
     if not 1 <= min_n <= max_n:
         raise ValueError("need 1 <= min_n <= max_n")
     if buckets < 1:
@@ -88,19 +97,26 @@ def build_space(
     ]
     used = np.unique(np.fromiter((b for bs in per_word for b in bs), dtype=np.int64))
     space = SubwordSpace(
-        words=list(words), used_buckets=used, min_n=min_n, max_n=max_n, buckets=buckets
+        words=list(words),
+        used_buckets=used,
+        min_n=min_n,
+        max_n=max_n,
+        buckets=buckets,
+        combine=combine,
     )
     V = len(words)
     col_of = {int(b): V + i for i, b in enumerate(used)}
-    crow, cols = [0], []
+    crow, cols, vals = [0], [], []
     for i, bs in enumerate(per_word):
         cols.append(i)
         cols.extend(col_of[b] for b in bs)
+        share = 1.0 if combine == "sum" else 1.0 / (len(bs) + 1)
+        vals.extend([share] * (len(bs) + 1))
         crow.append(len(cols))
     S = torch.sparse_csr_tensor(
         torch.tensor(crow, dtype=torch.long),
         torch.tensor(cols, dtype=torch.long),
-        torch.ones(len(cols)),
+        torch.tensor(vals, dtype=torch.float32),
         size=(V, space.rows),
     )
     return space, S
@@ -118,6 +134,7 @@ def compose(
     for i, w in enumerate(words):
         r = space.word_rows(w, index=index, rows=rows)
         if r:
-            out[i] = Z[torch.tensor(r)].sum(0)
+            rows_sum = Z[torch.tensor(r)].sum(0)
+            out[i] = rows_sum if space.combine == "sum" else rows_sum / len(r)
             known[i] = True
     return out, known

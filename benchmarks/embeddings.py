@@ -1,0 +1,178 @@
+"""Benchmark the embedding trainers against gensim on the same corpus, threads and
+epochs: words per second, peak memory and quality (analogy 3CosAdd over the 30,000
+most frequent words, WordSim-353 and SimLex-999 Spearman), over several seeds.
+
+Each (method, seed) runs in a fresh process so its peak RSS is its own. Settings come
+from params.yaml (section ``embeddings``) unless overridden on the command line.
+
+    python benchmarks/embeddings.py                  # all methods, seeds 1 2 3
+    python benchmarks/embeddings.py --methods sgns gensim --seeds 1
+
+Writes benchmarks/results/embeddings.json (per-run rows, per-method mean and
+standard deviation, our SGNS against gensim as ratios, and the expected time of the
+full text8 profile from the measured words per second).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import platform
+import resource
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+TEXT8_TOKENS = 17_005_207  # text8, the full-scale profile (README)
+QUALITY = ("analogy_3cosadd", "wordsim353_spearman", "simlex999_spearman")
+
+
+def _one(method: str, seed: int, corpus: str, params: str, threads: int, queue) -> None:
+    import torch
+
+    from firth.config import load_section
+    from firth.embeddings.analogy import evaluate_analogies, read_analogies
+    from firth.embeddings.corpus import load_corpus
+    from firth.embeddings.methods import train_method
+    from firth.embeddings.similarity import evaluate_pairs, read_pairs
+
+    cfg = load_section("embeddings", params)
+    if threads:
+        cfg = cfg.model_copy(
+            update={"common": cfg.common.model_copy(update={"threads": threads})}
+        )
+    torch.set_num_threads(cfg.common.threads or torch.get_num_threads())
+    c = cfg.common
+    data, sentences = load_corpus(
+        corpus, min_count=c.min_count, max_sentence_len=c.max_sentence_len
+    )
+    out = train_method(method, data, sentences, cfg, seed=seed, progress=False)
+    raw = ROOT / "data" / "raw" / "eval"
+    ana = evaluate_analogies(
+        out.embedding,
+        read_analogies(raw / "analogy-google" / "questions-words.txt"),
+        restrict=30000,
+    )
+    row = {
+        "method": method,
+        "seed": seed,
+        "seconds": round(out.stats["seconds"], 3),
+        "words_per_second": round(out.stats["words_per_second"]),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "analogy_3cosadd": round(ana["3cosadd"], 5),
+        "analogy_3cosmul": round(ana["3cosmul"], 5),
+        "analogy_coverage": round(ana["coverage"], 5),
+        "threads": torch.get_num_threads(),
+        "epochs": c.epochs if method != "glove" else cfg.glove.epochs,
+    }
+    for name in ("wordsim353", "simlex999"):
+        res = evaluate_pairs(out.embedding, read_pairs(raw / name / "pairs.tsv"))
+        row[f"{name}_spearman"] = round(res["spearman"], 5)
+        row[f"{name}_coverage"] = round(res["coverage"], 5)
+    queue.put(row)
+
+
+def run_one(method, seed, corpus, params, threads) -> dict:
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_one, args=(method, seed, corpus, params, threads, queue))
+    proc.start()
+    row = queue.get()
+    proc.join()
+    if proc.exitcode:
+        raise RuntimeError(f"{method} seed {seed} failed ({proc.exitcode})")
+    return row
+
+
+def summarise(rows: list[dict]) -> dict:
+    out: dict = {}
+    for method in dict.fromkeys(r["method"] for r in rows):
+        mine = [r for r in rows if r["method"] == method]
+        entry = {"runs": len(mine)}
+        for key in ("words_per_second", "seconds", "peak_rss_mb", *QUALITY):
+            vals = [r[key] for r in mine]
+            entry[key] = round(statistics.fmean(vals), 5)
+            entry[f"{key}_sd"] = (
+                round(statistics.stdev(vals), 5) if len(vals) > 1 else 0.0
+            )
+        out[method] = entry
+    return out
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--corpus", default=str(ROOT / "data/subsampled/text/train.txt"))
+    p.add_argument("--params", default=str(ROOT / "params.yaml"))
+    p.add_argument(
+        "--methods",
+        nargs="+",
+        default=["sgns", "gensim", "subword", "ppmi-svd", "glove"],
+    )
+    p.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
+    p.add_argument("--threads", type=int, default=0, help="0 = from params")
+    p.add_argument("--out", default=str(ROOT / "benchmarks/results/embeddings.json"))
+    args = p.parse_args(argv)
+
+    rows = []
+    t0 = time.time()
+    for seed in args.seeds:
+        for method in args.methods:
+            row = run_one(method, seed, args.corpus, args.params, args.threads)
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+    summary = summarise(rows)
+    result = {
+        "command": "python benchmarks/embeddings.py " + " ".join(argv or sys.argv[1:]),
+        "machine": {
+            "platform": platform.platform(),
+            "processor": platform.processor(),
+            "cpus": mp.cpu_count(),
+        },
+        "corpus": str(Path(args.corpus).resolve().relative_to(ROOT))
+        if Path(args.corpus).resolve().is_relative_to(ROOT)
+        else args.corpus,
+        "rows": rows,
+        "summary": summary,
+        "wall_seconds": round(time.time() - t0, 1),
+    }
+    if "gensim" in summary:
+        ref = summary["gensim"]
+        ratios = {}
+        for method, entry in summary.items():
+            if method == "gensim":
+                continue
+            ratios[method] = {
+                key: round(entry[key] / ref[key], 4) if ref[key] else None
+                for key in ("words_per_second", *QUALITY)
+            }
+        result["ratio_to_gensim"] = ratios
+        if "sgns" in ratios:
+            r = ratios["sgns"]
+            result["targets"] = {
+                "sgns_quality_at_least_0.9x": all((r[k] or 0) >= 0.9 for k in QUALITY),
+                "sgns_speed_at_least_0.5x": (r["words_per_second"] or 0) >= 0.5,
+            }
+    result["text8_expected_cpu_seconds"] = {
+        m: round(
+            TEXT8_TOKENS
+            * next(r["epochs"] for r in rows if r["method"] == m)
+            / e["words_per_second"]
+        )
+        for m, e in summary.items()
+        if m != "ppmi-svd"
+    }
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text(json.dumps(result, indent=2) + "\n")
+    tmp.replace(out)
+    print(json.dumps({k: result[k] for k in result if k != "rows"}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,105 @@
+"""The embedding stages end to end on a real corpus excerpt (gensim's Lee
+background corpus) with the tiny profile's settings."""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+import yaml
+from conftest import ROOT
+from gensim.models import KeyedVectors
+from gensim.test.utils import datapath
+
+from stages import evaluate_embeddings, report, train_embeddings
+
+METHODS = ["sgns", "subword", "ppmi-svd", "glove", "gensim"]
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    root = tmp_path_factory.mktemp("emb")
+    params = yaml.safe_load((ROOT / "profiles" / "tiny.yaml").read_text())
+    (root / "params.yaml").write_text(yaml.safe_dump(params))
+    text = root / "data" / "subsampled" / "text"
+    text.mkdir(parents=True)
+    lines = open(datapath("lee_background.cor"), encoding="utf-8").read().lower()
+    (text / "train.txt").write_text(lines)
+    for name, fmt, src, dst in (
+        ("analogy-google", "analogy", "questions-words.txt", "questions-words.txt"),
+        ("wordsim353", "similarity", "wordsim353.tsv", "pairs.tsv"),
+    ):
+        folder = root / "data" / "raw" / "eval" / name
+        folder.mkdir(parents=True)
+        shutil.copy(datapath(src), folder / dst)
+        record = {"format": fmt, "name": name, "kind": "package", "license": "test"}
+        (folder / "SOURCE.json").write_text(json.dumps(record))
+    for m in METHODS:
+        train_embeddings.main(["--root", str(root), m])
+        evaluate_embeddings.main(["--root", str(root), m])
+    return root
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_stage_outputs(project, method):
+    folder = project / "data" / "embeddings" / method
+    kv = KeyedVectors.load_word2vec_format(str(folder / "vectors.txt"))
+    assert kv.vector_size == 16 and len(kv) > 1000
+    assert np.isfinite(kv.vectors).all()
+    train = json.loads(
+        (project / "reports/embeddings" / method / "train.json").read_text()
+    )
+    assert train["words_per_second"] > 0 and train["peak_rss_mb"] > 0
+    ev = json.loads((project / "reports/embeddings" / method / "eval.json").read_text())
+    for key in ("3cosadd", "3cosadd_incl", "3cosmul", "only_b", "coverage"):
+        assert 0 <= ev[f"analogy-google_top_{key}"] <= 1
+    assert -1 <= ev["wordsim353_spearman"] <= 1
+    assert 0 < ev["wordsim353_coverage"] <= 1
+    detail = json.loads(
+        (project / "reports/embeddings" / method / "eval_detail.json").read_text()
+    )
+    assert detail["neighbours"][0]["word"] == "king"
+    sections = project / "reports/embeddings" / method / "analogy_sections.csv"
+    assert "capital-common-countries" in sections.read_text()
+
+
+def test_subword_model_gives_unseen_words_vectors(project):
+    ev = json.loads((project / "reports/embeddings/subword/eval.json").read_text())
+    assert ev["wordsim353_with_oov_coverage"] > ev["wordsim353_coverage"]
+    detail = json.loads(
+        (project / "reports/embeddings/subword/eval_detail.json").read_text()
+    )
+    unseen = [e for e in detail["oov_neighbours"] if not e["in_vocab"]]
+    assert unseen and all(e["neighbours"] for e in unseen)
+
+
+def test_seed_reproduces_the_vectors(project, tmp_path):
+    shutil.copytree(project, tmp_path / "again")
+    train_embeddings.main(["--root", str(tmp_path / "again"), "sgns"])
+    a = (project / "data/embeddings/sgns/vectors.txt").read_bytes()
+    b = (tmp_path / "again/data/embeddings/sgns/vectors.txt").read_bytes()
+    assert a == b
+
+
+def test_report_has_the_embeddings_section(project):
+    report.main(["--root", str(project)])
+    md = (project / "reports" / "index.md").read_text()
+    assert "## Word embeddings" in md and "3CosAdd by analogy section" in md
+
+
+def test_missing_corpus_is_a_clear_error(tmp_path, capsys):
+    shutil.copy(ROOT / "profiles" / "tiny.yaml", tmp_path / "params.yaml")
+    with pytest.raises(SystemExit) as exc:
+        train_embeddings.main(["--root", str(tmp_path), "sgns"])
+    assert exc.value.code == 2
+    assert "train.txt: not found" in capsys.readouterr().err
+
+
+def test_unknown_params_key_is_named(tmp_path, capsys):
+    params = yaml.safe_load((ROOT / "profiles" / "tiny.yaml").read_text())
+    params["embeddings"]["sgns"]["learning_rate"] = 0.1
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    with pytest.raises(SystemExit):
+        train_embeddings.main(["--root", str(tmp_path), "sgns"])
+    err = capsys.readouterr().err
+    assert "embeddings.sgns.learning_rate" in err
