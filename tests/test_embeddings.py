@@ -23,6 +23,7 @@ from firth.embeddings.sgns import (
     keep_probabilities,
     noise_distribution,
     pair_loss,
+    row_curvature,
     sentence_bounds,
     step_gradients,
     train_sgns,
@@ -142,14 +143,42 @@ def test_sgns_is_reproducible_and_learns(lee_corpus):
     assert s1.pairs > 0 and s1.kept_tokens < 2 * corpus.n_tokens
 
 
-def test_sgd_optimizer_and_gather_kernel_train_too(lee_corpus):
+@pytest.mark.parametrize(
+    ("optimizer", "lr", "kernel"),
+    [
+        ("sgd", 0.025, "gather"),
+        ("adagrad", 0.2, "sparse"),
+        ("damped-sgd", 0.2, "gather"),
+    ],
+)
+def test_every_optimizer_and_kernel_trains(lee_corpus, optimizer, lr, kernel):
     corpus, _ = lee_corpus
     cfg = SGNSConfig(
-        dim=16, epochs=1, batch_centres=256, lr=0.025, optimizer="sgd", kernel="gather"
+        dim=16, epochs=1, batch_centres=256, lr=lr, optimizer=optimizer, kernel=kernel
     )
     W, C, stats = train_sgns(corpus, cfg, progress=False)
     assert torch.isfinite(W).all() and torch.isfinite(C).all()
     assert stats.epoch_loss[0] < stats.first_loss
+
+
+def test_row_curvature_matches_brute_force():
+    gen = torch.Generator().manual_seed(2)
+    V, d, P, J = 6, 3, 10, 3
+    C = torch.randn(V, d, generator=gen)
+    v = torch.randn(P, d, generator=gen)
+    targets = torch.randint(0, V, (P, J), generator=gen)
+    centre = torch.randint(0, V, (P,), generator=gen)
+    z = (C[targets] * v[:, None]).sum(-1)
+    h_in, h_out = row_curvature(z, v, C, targets, centre, rows_in=V, floor=0.1)
+    ref_in, ref_out = torch.zeros(V), torch.zeros(V)
+    for p in range(P):
+        for j in range(J):
+            s = torch.sigmoid(z[p, j])
+            h = max(float(s * (1 - s)), 0.1)
+            ref_in[centre[p]] += h * float(C[targets[p, j]].square().sum())
+            ref_out[targets[p, j]] += h * float(v[p].square().sum())
+    torch.testing.assert_close(h_in, ref_in)
+    torch.testing.assert_close(h_out, ref_out)
 
 
 # --- subword --------------------------------------------------------------------

@@ -154,7 +154,8 @@ class EmbeddingsCommon(Section):
 
 class EmbeddingsSGNS(Section):
     lr: float = Field(gt=0)
-    optimizer: Literal["adagrad", "sgd"]
+    optimizer: Literal["adagrad", "sgd", "damped-sgd"]
+    curvature_floor: float = Field(ge=0)
     batch_centres: int = Field(ge=1)
     kernel: Literal["auto", "sparse", "gather"]
 

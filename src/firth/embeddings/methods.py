@@ -58,6 +58,7 @@ def sgns_config(cfg: Embeddings, seed: int) -> SGNSConfig:
         epochs=c.epochs,
         lr=cfg.sgns.lr,
         optimizer=cfg.sgns.optimizer,
+        curvature_floor=cfg.sgns.curvature_floor,
         batch_centres=cfg.sgns.batch_centres,
         kernel=cfg.sgns.kernel,
         seed=seed,

@@ -17,11 +17,20 @@ Scale: an epoch never materialises the list of all pairs. Centre positions are
 shuffled and taken ``batch_centres`` at a time; the pairs of a batch are built with
 tensor ops, and the step is a handful of fused sparse kernels (``kernel="sparse"``:
 ``sampled_addmm`` for the scores, CSR products for the gradients) or plain gathers
-and ``index_add_`` (``kernel="gather"``, used on GPUs). Updates are summed over the
-batch; a row-wise AdaGrad step (one accumulator per row, as in PyTorch-BigGraph)
-keeps the summed update of a row that occurs thousands of times in a batch (a
-frequent word drawn as a negative) from overshooting, which plain SGD on summed
-batch gradients does (it diverges at this batch size).
+and ``index_add_`` (``kernel="gather"``, used on GPUs). Negatives come from an alias
+table (O(1) per draw).
+
+Optimiser. Updates are summed over the batch, so a row that occurs thousands of times
+in one batch (a frequent word drawn as a negative) gets thousands of gradients at
+once; word2vec's plain SGD on such sums diverges at this batch size (``sgd``, kept
+for small batches). The default ``damped-sgd`` divides each row's summed step by
+1 + lr * h_row, with h_row = sum over the row's occurrences of s'(z) |x|^2 (the
+Gauss-Newton curvature of the batch loss in that row, s'(z) floored at
+``curvature_floor``): a row seen once moves as in SGD, a row seen n times takes at
+most about a Newton step instead of n stale SGD steps, which is what sequential SGD's
+saturation achieves. ``adagrad`` (row-wise, one accumulator per row as in
+PyTorch-BigGraph) is the other stable choice; on the default corpus it gives
+higher WordSim but lower SimLex than gensim (benchmarks/embeddings.py).
 
 Subword SGNS (fastText) reuses the trainer with a composition matrix S (V, R):
 the centre vector of a word is S[w] @ Z, the sum of its n-gram rows and its own row.
@@ -46,7 +55,7 @@ from firth.embeddings.corpus import Corpus
 log = logging.getLogger(__name__)
 
 Kernel = Literal["auto", "sparse", "gather"]
-Optimizer = Literal["adagrad", "sgd"]
+Optimizer = Literal["adagrad", "sgd", "damped-sgd"]
 
 # CSR tensors are "beta" in torch and warn on creation; the kernels used here are
 # checked against the dense reference in tests/test_embeddings.py.
@@ -63,10 +72,10 @@ class SGNSConfig:
     epochs: int = 5
     lr: float = 0.2  # initial rate, decays linearly to lr * min_lr_ratio
     min_lr_ratio: float = 1e-4
-    optimizer: Optimizer = "adagrad"
+    optimizer: Optimizer = "damped-sgd"
     batch_centres: int = 16384  # centre positions per step
     kernel: Kernel = "auto"
-    row_cap: int = 0  # sgd: divide a row's summed update by max(1, count / row_cap)
+    curvature_floor: float = 0.02  # damped-sgd: lower bound on s'(z) in the curvature
     seed: int = 0
 
 
@@ -214,6 +223,33 @@ def step_gradients(
     return z, grad_v, grad_C
 
 
+def row_curvature(
+    z: torch.Tensor,
+    v: torch.Tensor,
+    C: torch.Tensor,
+    targets: torch.Tensor,
+    centre: torch.Tensor,
+    *,
+    rows_in: int,
+    floor: float = 0.0,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-row Gauss-Newton curvature of the batch loss, as scalars:
+    h_in[w] = sum over pairs with centre w of sum_j s'(z_j) |u_j|^2 (rows_in,) and
+    h_out[c] = sum over occurrences of c as a target of s'(z) |v|^2 (V,)."""
+    sig = torch.sigmoid(z)
+    h = (sig * (1.0 - sig)).clamp_(min=floor)  # (P, K+1): s'(z), floored
+    u_norm = C.square().sum(1)  # (V,)
+    hv = (h * u_norm[targets]).sum(1)  # (P,)
+    h_in = torch.zeros(rows_in, device=z.device, dtype=z.dtype).index_add_(
+        0, centre, hv
+    )
+    v_norm = v.square().sum(1)  # (P,)
+    h_out = torch.zeros(C.shape[0], device=z.device, dtype=z.dtype).index_add_(
+        0, targets.reshape(-1), (h * v_norm[:, None]).reshape(-1)
+    )
+    return h_in, h_out
+
+
 class RowAdaGrad:
     """Row-wise AdaGrad: one squared-gradient accumulator per row, G += mean(g^2)."""
 
@@ -324,16 +360,14 @@ def train_sgns(
             if opt_in is not None:
                 opt_in.step(Z, grad_Z, lr)
                 opt_out.step(C, grad_C, lr)
-            elif cfg.row_cap > 0:
-                # SGD on the batch sum, damped for rows occurring more than
-                # row_cap times in the batch (sequential SGD saturates there).
-                n_out = torch.bincount(targets.reshape(-1), minlength=V)
-                n_in = torch.bincount(centre, minlength=V)
+            elif cfg.optimizer == "damped-sgd":
+                h_in, h_out = row_curvature(
+                    z, v, C, targets, centre, rows_in=V, floor=cfg.curvature_floor
+                )
                 if S is not None:
-                    n_in = (S.t() @ n_in.to(Z.dtype)[:, None]).squeeze(1)
-                for param, grad, n in ((Z, grad_Z, n_in), (C, grad_C, n_out)):
-                    damp = (n.to(param.dtype) / cfg.row_cap).clamp_(min=1.0)
-                    param.addcdiv_(grad, damp[:, None], value=-lr)
+                    h_in = (S.t() @ h_in[:, None]).squeeze(1)
+                Z.addcdiv_(grad_Z, (1.0 + lr * h_in)[:, None], value=-lr)
+                C.addcdiv_(grad_C, (1.0 + lr * h_out)[:, None], value=-lr)
             else:
                 Z.add_(grad_Z, alpha=-lr)
                 C.add_(grad_C, alpha=-lr)
