@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup lint flow bench clean-venv
+.PHONY: run test setup lint flow bench bench-embeddings clean-venv
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -33,6 +33,11 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/stages.py
+
+# Every embedding trainer against gensim, 3 seeds (~17 min on 2 cores); needs `make run`
+# first (the corpus and the evaluation sets).
+bench-embeddings: $(STAMP)
+	$(BIN)/python benchmarks/embeddings.py
 
 clean-venv:
 	rm -rf $(VENV)

@@ -1,6 +1,10 @@
 """DVC stage train-embeddings-<method>: word vectors from the subsampled training
 text (data/subsampled/text/train.txt) -> data/embeddings/<method>/vectors.txt
-(word2vec text format), with training metrics in reports/embeddings/<method>/."""
+(word2vec text format), with training metrics in reports/embeddings/<method>/.
+
+The iterative trainers checkpoint every epoch to data/checkpoints/embeddings/
+(outside DVC's outputs, which DVC deletes before a run): a killed run resumes from
+its last epoch and ends with the same vectors."""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ import resource
 import torch
 
 from firth import runner
+from firth.checkpoint import Checkpoint, run_key
 from firth.config import load_sections
 from firth.embeddings.corpus import load_corpus
 from firth.embeddings.methods import METHODS, train_method
@@ -35,9 +40,19 @@ def body(args) -> None:
         min_count=cfg.common.min_count,
         max_sentence_len=cfg.common.max_sentence_len,
     )
-    log.info("training %s on %s", args.method, src)
-    out = train_method(args.method, corpus, sentences, cfg, seed=seed)
     data_hash = sha256_file(src)
+    ckpt = Checkpoint(
+        args.root / "data" / "checkpoints" / "embeddings" / f"{args.method}.pt",
+        run_key(
+            method=args.method,
+            params=cfg.model_dump(),
+            seed=seed,
+            corpus=data_hash,
+            device=cfg.common.device,
+        ),
+    )
+    log.info("training %s on %s", args.method, src)
+    out = train_method(args.method, corpus, sentences, cfg, seed=seed, checkpoint=ckpt)
     with atomic_path(args.root / "data" / "embeddings" / args.method) as tmp:
         tmp.mkdir()
         save_word2vec(tmp / "vectors.txt", out.embedding)
@@ -86,6 +101,7 @@ def body(args) -> None:
                 w.writerow(["epoch", "loss"])
                 for i, loss in enumerate(out.loss_curve, start=1):
                     w.writerow([i, round(loss, 6)])
+    ckpt.clear()
     log.info(
         "%s: %.1f s, %.0f words/s, peak RSS %.0f MB",
         args.method,

@@ -103,3 +103,32 @@ def test_unknown_params_key_is_named(tmp_path, capsys):
         train_embeddings.main(["--root", str(tmp_path), "sgns"])
     err = capsys.readouterr().err
     assert "embeddings.sgns.learning_rate" in err
+
+
+def test_killed_stage_resumes_from_its_checkpoint(project, tmp_path, monkeypatch):
+    import firth.checkpoint
+
+    root = tmp_path / "kill"
+    shutil.copytree(project, root)
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    params["embeddings"]["common"]["epochs"] = 2
+    (root / "params.yaml").write_text(yaml.safe_dump(params))
+    train_embeddings.main(["--root", str(root), "sgns"])  # uninterrupted
+    clean = (root / "data/embeddings/sgns/vectors.txt").read_bytes()
+    shutil.rmtree(root / "data/embeddings/sgns")
+
+    real_save = firth.checkpoint.Checkpoint.save
+
+    def save_then_die(self, state):
+        real_save(self, state)
+        raise KeyboardInterrupt  # as if killed right after epoch 1
+
+    monkeypatch.setattr(firth.checkpoint.Checkpoint, "save", save_then_die)
+    with pytest.raises(KeyboardInterrupt):
+        train_embeddings.main(["--root", str(root), "sgns"])
+    assert not (root / "data/embeddings/sgns").exists()  # nothing half-written
+    assert (root / "data/checkpoints/embeddings/sgns.pt").exists()
+    monkeypatch.setattr(firth.checkpoint.Checkpoint, "save", real_save)
+    train_embeddings.main(["--root", str(root), "sgns"])
+    assert (root / "data/embeddings/sgns/vectors.txt").read_bytes() == clean
+    assert not (root / "data/checkpoints/embeddings/sgns.pt").exists()

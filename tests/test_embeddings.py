@@ -11,6 +11,7 @@ from gensim.models import KeyedVectors, Word2Vec
 from gensim.models.fasttext_inner import compute_ngrams, ft_hash_bytes
 from gensim.test.utils import datapath
 
+from firth.checkpoint import Checkpoint, run_key
 from firth.embeddings.analogy import Section, evaluate_analogies, read_analogies
 from firth.embeddings.cooccurrence import cooccurrence
 from firth.embeddings.corpus import build_vocab, encode, read_sentences
@@ -360,3 +361,50 @@ def test_analogy_file_errors_name_the_line(tmp_path):
     path.write_text(": s\na b c\n")
     with pytest.raises(DataError, match=r"q.txt:2: expected four words"):
         read_analogies(path)
+
+
+# --- checkpoints ----------------------------------------------------------------
+
+
+class Killed(Exception):
+    pass
+
+
+def _kill_after_first_epoch(saved: list):
+    def on_epoch(state):
+        saved.append(state)
+        raise Killed
+
+    return on_epoch
+
+
+def test_resumed_sgns_equals_an_uninterrupted_run(lee_corpus):
+    corpus, _ = lee_corpus
+    cfg = SGNSConfig(dim=16, epochs=3, batch_centres=1024, seed=4)
+    W_full, _, full = train_sgns(corpus, cfg, progress=False)
+    saved: list = []
+    with pytest.raises(Killed):
+        train_sgns(corpus, cfg, progress=False, on_epoch=_kill_after_first_epoch(saved))
+    W, _, stats = train_sgns(corpus, cfg, progress=False, resume=saved[0])
+    assert torch.equal(W, W_full)
+    assert stats.epoch_loss == full.epoch_loss and stats.pairs == full.pairs
+
+
+def test_resumed_glove_equals_an_uninterrupted_run():
+    X = sp.csr_matrix(np.arange(1.0, 37.0).reshape(6, 6))
+    cfg = GloVeConfig(dim=3, epochs=3, batch=7, seed=1)
+    full, _ = train_glove(X, cfg, progress=False)
+    saved: list = []
+    with pytest.raises(Killed):
+        train_glove(X, cfg, progress=False, on_epoch=_kill_after_first_epoch(saved))
+    resumed, _ = train_glove(X, cfg, progress=False, resume=saved[0])
+    assert torch.equal(resumed, full)
+
+
+def test_checkpoint_of_another_configuration_is_ignored(tmp_path):
+    a = Checkpoint(tmp_path / "c.pt", run_key(lr=0.1))
+    a.save({"x": torch.ones(2)})
+    assert torch.equal(a.load()["x"], torch.ones(2))
+    assert Checkpoint(tmp_path / "c.pt", run_key(lr=0.2)).load() is None
+    a.clear()
+    assert a.load() is None

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
@@ -30,7 +31,7 @@ class GloVeConfig:
     x_max: float = 100.0
     alpha: float = 0.75
     lr: float = 0.05
-    epochs: int = 15
+    epochs: int = 50
     batch: int = 65536  # nonzeros per step
     seed: int = 0
 
@@ -64,8 +65,13 @@ def train_glove(
     *,
     device: str | torch.device = "cpu",
     progress: bool = True,
+    resume: dict | None = None,
+    on_epoch: Callable[[dict], None] | None = None,
 ) -> tuple[torch.Tensor, GloVeStats]:
-    """Train on the nonzero counts; return w + w~ (V, dim) and stats."""
+    """Train on the nonzero counts; return w + w~ (V, dim) and stats.
+
+    ``on_epoch`` receives the full state after every epoch; passing it back as
+    ``resume`` continues exactly where it left off."""
     device = torch.device(device)
     X = counts.tocoo()
     if X.nnz == 0:
@@ -85,8 +91,18 @@ def train_glove(
     b, bt = init(V), init(V)
     opts = [_AdaGrad(p, cfg.lr) for p in (W, Wt, b, bt)]
     stats = GloVeStats(nonzeros=X.nnz)
+    start_epoch, seconds_before = 0, 0.0
+    if resume is not None:
+        for p, saved in zip((W, Wt, b, bt), resume["params"], strict=True):
+            p.copy_(saved.to(device))
+        for opt, saved in zip(opts, resume["acc"], strict=True):
+            opt.acc.copy_(saved.to(device))
+        gen.set_state(resume["generator"])
+        stats = GloVeStats(**resume["stats"])
+        start_epoch, seconds_before = len(stats.epoch_loss), stats.seconds
+        log.info("glove: resuming after epoch %d/%d", start_epoch, cfg.epochs)
     t0 = time.perf_counter()
-    for epoch in range(cfg.epochs):
+    for epoch in range(start_epoch, cfg.epochs):
         order = torch.randperm(X.nnz, generator=gen, device=device)
         total = torch.zeros((), device=device, dtype=torch.float64)
         bar = tqdm(
@@ -111,5 +127,15 @@ def train_glove(
         mean = float(total.item()) / X.nnz
         stats.epoch_loss.append(mean)
         log.info("glove epoch %d/%d: loss %.5f", epoch + 1, cfg.epochs, mean)
-    stats.seconds = time.perf_counter() - t0
+        if on_epoch is not None:
+            stats.seconds = seconds_before + time.perf_counter() - t0
+            on_epoch(
+                {
+                    "params": [p.detach().cpu() for p in (W, Wt, b, bt)],
+                    "acc": [opt.acc.cpu() for opt in opts],
+                    "generator": gen.get_state(),
+                    "stats": asdict(stats),
+                }
+            )
+    stats.seconds = seconds_before + time.perf_counter() - t0
     return W + Wt, stats

@@ -2,8 +2,11 @@
 
 Methods: ``sgns``, ``subword`` (fastText-style SGNS), ``ppmi-svd``, ``glove`` and
 ``gensim`` (the reference: gensim's Word2Vec skip-gram with the same settings).
-Words per second count every corpus token (rare words included) times epochs,
-divided by the training time (vocabulary building excluded), for every method.
+Words per second: every corpus token (rare words included) times epochs, divided by
+the training time (vocabulary building excluded) for the SGNS-style trainers
+(ours and gensim); for PPMI-SVD and GloVe, corpus tokens divided by the whole fitting
+time (counting, then SVD or all GloVe epochs), since their epochs pass over the
+co-occurrence matrix, not the corpus.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from firth.checkpoint import Checkpoint
 from firth.config import Embeddings
 from firth.embeddings.cooccurrence import cooccurrence
 from firth.embeddings.corpus import Corpus
@@ -77,7 +81,10 @@ def train_method(
     *,
     seed: int,
     progress: bool = True,
+    checkpoint: Checkpoint | None = None,
 ) -> Trained:
+    """Train ``method``; with ``checkpoint``, the iterative trainers (SGNS,
+    subword, GloVe) save their state after every epoch and resume from it."""
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r} (known: {', '.join(METHODS)})")
     device = resolve_device(cfg.common.device)
@@ -95,7 +102,13 @@ def train_method(
                 combine=sw.combine,
             )
         Z, _C, st = train_sgns(
-            corpus, scfg, device=device, composition=S, progress=progress
+            corpus,
+            scfg,
+            device=device,
+            composition=S,
+            progress=progress,
+            resume=checkpoint.load() if checkpoint else None,
+            on_epoch=checkpoint.save if checkpoint else None,
         )
         W = Z if S is None else S.to(device) @ Z
         stats = {
@@ -150,13 +163,20 @@ def train_method(
             batch=g.batch,
             seed=seed,
         )
-        vecs, st = train_glove(X, gcfg, device=device, progress=progress)
+        vecs, st = train_glove(
+            X,
+            gcfg,
+            device=device,
+            progress=progress,
+            resume=checkpoint.load() if checkpoint else None,
+            on_epoch=checkpoint.save if checkpoint else None,
+        )
         seconds = time.perf_counter() - t0
         return Trained(
             Embedding(words, vecs.detach().cpu().numpy().astype(np.float32)),
             {
                 "seconds": seconds,
-                "words_per_second": _rate(corpus, g.epochs, seconds),
+                "words_per_second": _rate(corpus, 1, seconds),
                 "nonzeros": st.nonzeros,
                 "final_loss": st.epoch_loss[-1],
                 "device": device.type,

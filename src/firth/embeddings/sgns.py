@@ -42,7 +42,8 @@ import logging
 import math
 import time
 import warnings
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 from typing import Literal
 
 import numpy as np
@@ -284,11 +285,18 @@ def train_sgns(
     device: str | torch.device = "cpu",
     composition: torch.Tensor | None = None,
     progress: bool = True,
+    resume: dict | None = None,
+    on_epoch: Callable[[dict], None] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, TrainStats]:
     """Train SGNS on ``corpus``; return (input table, context table, stats).
 
     With ``composition`` S (V, R) sparse CSR, the input table Z has R rows and the
     centre vector of word w is S[w] @ Z (subword SGNS); otherwise it is W[w].
+
+    ``on_epoch`` receives the full training state after every epoch (tables,
+    optimiser state, random generator, statistics); passing such a state back as
+    ``resume`` continues exactly where it left off: a resumed run gives the same
+    vectors as an uninterrupted one.
     """
     device = torch.device(device)
     kernel = resolve_kernel(cfg.kernel, device)
@@ -317,14 +325,23 @@ def train_sgns(
     opt_out = RowAdaGrad(V, device=device) if cfg.optimizer == "adagrad" else None
 
     stats = TrainStats()
+    start_epoch, seconds_before = 0, 0.0
+    if resume is not None:
+        Z.copy_(resume["Z"].to(device))
+        C.copy_(resume["C"].to(device))
+        if opt_in is not None:
+            opt_in.acc.copy_(resume["acc_in"].to(device))
+            opt_out.acc.copy_(resume["acc_out"].to(device))
+        gen.set_state(resume["generator"])
+        stats = TrainStats(**resume["stats"])
+        start_epoch, seconds_before = stats.epochs, stats.seconds
+        log.info("sgns: resuming after epoch %d/%d", start_epoch, cfg.epochs)
     t0 = time.perf_counter()
-    for epoch in range(cfg.epochs):
+    for epoch in range(start_epoch, cfg.epochs):
         mask = torch.rand(len(ids), generator=gen, device=device) < keep[ids]
         kept, kept_sent = ids[mask], sent[mask]
         n = len(kept)
         stats.kept_tokens += n
-        if n == 0:
-            continue
         first, last = sentence_bounds(kept_sent)
         order = torch.randperm(n, generator=gen, device=device)
         loss_sum = torch.zeros((), device=device, dtype=torch.float64)
@@ -393,7 +410,19 @@ def train_sgns(
             pairs_epoch,
             mean,
         )
+        if on_epoch is not None:
+            stats.seconds = seconds_before + time.perf_counter() - t0
+            on_epoch(
+                {
+                    "Z": Z.detach().cpu(),
+                    "C": C.detach().cpu(),
+                    "acc_in": opt_in.acc.cpu() if opt_in is not None else None,
+                    "acc_out": opt_out.acc.cpu() if opt_out is not None else None,
+                    "generator": gen.get_state(),
+                    "stats": asdict(stats),
+                }
+            )
     if device.type == "cuda":
         torch.cuda.synchronize(device)
-    stats.seconds = time.perf_counter() - t0
+    stats.seconds = seconds_before + time.perf_counter() - t0
     return Z, C, stats
