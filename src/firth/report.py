@@ -325,7 +325,7 @@ def _num(x: object, digits: int = 4) -> str:
     if x is None:
         return "-"
     if isinstance(x, float):
-        return f"{x:.{digits}f}"
+        return f"{x:,.{digits}f}"
     return fmt(x)
 
 
@@ -399,7 +399,7 @@ def embeddings_section(
     if any("wordsim353_with_oov_spearman" in evals[m] for m in methods):
         oov_rows = [
             [
-                m,
+                f"{m}: {s}",
                 f"{_num(evals[m].get(f'{s}_with_oov_spearman'))} "
                 f"({_num(evals[m].get(f'{s}_with_oov_coverage'), 2)})",
             ]
@@ -409,9 +409,8 @@ def embeddings_section(
         ]
         sec.tables.append(
             (
-                "Subword model: similarity with vectors for unseen words "
-                "(rows: WS-353, SimLex-999)",
-                (["method", "Spearman (coverage)"], oov_rows),
+                "Similarity with vectors for unseen words too (subword model)",
+                (["method: set", "Spearman (coverage)"], oov_rows),
             )
         )
     # Analogy by section (top candidates, 3CosAdd).
