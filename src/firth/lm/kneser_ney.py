@@ -1,0 +1,238 @@
+"""Interpolated modified Kneser-Ney n-gram language model (Chen and Goodman 1998,
+"An Empirical Study of Smoothing Techniques for Language Modeling", section 3.5).
+
+For order k with context h (k-1 tokens) and word w, with adjusted counts a:
+
+    p_k(w | h) = max(a(hw) - D_k(a(hw)), 0) / A(h) + gamma_k(h) p_{k-1}(w | h')
+    gamma_k(h) = (D_k1 N1(h.) + D_k2 N2(h.) + D_k3+ N3+(h.)) / A(h)
+
+where A(h) = sum_w a(hw), N_i(h.) counts the words w with a(hw) = i (3+: >= 3), h'
+drops the first token of h, and p_0 is uniform over the predictable vocabulary. An
+unseen context (A(h) = 0) passes straight to the lower order. Adjusted counts are
+raw counts at the highest order and for n-grams that start with <s>; otherwise they
+are continuation counts N1+(. hw), the number of distinct words seen before hw
+(KenLM's convention). Three discounts per order from the counts-of-counts n1..n4
+of that order's adjusted counts: Y = n1 / (n1 + 2 n2), D1 = 1 - 2Y n2/n1,
+D2 = 2 - 3Y n3/n2, D3+ = 3 - 4Y n4/n3. The freed mass is exactly gamma, so every
+conditional sums to 1 over the predictable vocabulary.
+
+Conventions: sentences are padded with order-1 <s> on the left and one </s> on the
+right; <s> is context only (never predicted). <unk> policy: the vocabulary is every
+training word (plus <unk>, </s>); a test word outside it is scored as <unk>, whose
+probability is the uniform share interpolated at the lowest order (its unigram
+count is 0). Perplexities over texts with OOVs are therefore optimistic; the OOV
+rate is reported beside them.
+
+Counts live in pandas frames of integer id columns (one per position), grouped and
+merged column-wise: no dicts of dicts.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+log = logging.getLogger(__name__)
+
+UNK, BOS, EOS = "<unk>", "<s>", "</s>"
+
+
+def _cols(k: int) -> list[str]:
+    return [f"w{i}" for i in range(k)]
+
+
+def estimate_discounts(adjusted: np.ndarray) -> tuple[float, float, float]:
+    """Chen and Goodman's D1, D2, D3+ from the counts-of-counts of one order."""
+    n = [int((adjusted == i).sum()) for i in (1, 2, 3, 4)]
+    if min(n) == 0:
+        raise ValueError(
+            f"counts-of-counts n1..n4 = {n}: some are 0, too little data to "
+            "estimate modified Kneser-Ney discounts for this order"
+        )
+    y = n[0] / (n[0] + 2 * n[1])
+    d = (1 - 2 * y * n[1] / n[0], 2 - 3 * y * n[2] / n[1], 3 - 4 * y * n[3] / n[2])
+    return tuple(float(min(max(x, 0.0), i + 1)) for i, x in enumerate(d))  # type: ignore[return-value]
+
+
+@dataclass
+class KneserNey:
+    order: int
+    vocab: list[str]  # id -> word; 0 <unk>, 1 <s>, 2 </s>
+    grams: list[pd.DataFrame]  # [k-1]: columns w0..w{k-1}, adjusted count "a"
+    contexts: list[pd.DataFrame]  # [k-1]: w0..w{k-2}, "A", "N1", "N2", "N3"
+    discounts: list[tuple[float, float, float]]
+
+    @property
+    def predictable(self) -> int:
+        """Size of the predicted vocabulary (every word but <s>)."""
+        return len(self.vocab) - 1
+
+    def index(self) -> dict[str, int]:
+        return {w: i for i, w in enumerate(self.vocab)}
+
+    # -- scoring -------------------------------------------------------------------
+
+    def log_probs(self, windows: np.ndarray) -> np.ndarray:
+        """Natural-log probabilities of the last id of each row of ``windows``
+        (N, order) given the ids before it."""
+        n = self.order
+        N = len(windows)
+        p = np.full(N, 1.0 / self.predictable)  # p_0: uniform
+        frame = pd.DataFrame(windows, columns=_cols(n))
+        for k in range(1, n + 1):
+            # the last k tokens: context = first k-1 of them
+            q = frame.iloc[:, n - k :].copy()
+            q.columns = _cols(k)
+            q["row"] = np.arange(N)
+            g = q.merge(self.grams[k - 1], on=_cols(k), how="left")
+            a = g.sort_values("row")["a"].fillna(0).to_numpy()
+            if k > 1:
+                c = q[_cols(k - 1) + ["row"]].merge(
+                    self.contexts[k - 1], on=_cols(k - 1), how="left"
+                )
+                c = c.sort_values("row")
+                A = c["A"].fillna(0).to_numpy()
+                Ns = c[["N1", "N2", "N3"]].fillna(0).to_numpy()
+            else:
+                ctx = self.contexts[0]
+                A = np.full(N, float(ctx["A"].iloc[0]))
+                Ns = np.repeat(ctx[["N1", "N2", "N3"]].to_numpy(), N, axis=0)
+            d1, d2, d3 = self.discounts[k - 1]
+            disc = np.where(a >= 3, d3, np.where(a == 2, d2, np.where(a == 1, d1, 0.0)))
+            seen = A > 0
+            safe = np.where(seen, A, 1.0)
+            gamma = (d1 * Ns[:, 0] + d2 * Ns[:, 1] + d3 * Ns[:, 2]) / safe
+            mixed = np.maximum(a - disc, 0.0) / safe + gamma * p
+            p = np.where(seen, mixed, p)
+        with np.errstate(divide="ignore"):  # p = 0 only with zero discounts
+            return np.log(p)
+
+    def conditional(self, context: list[str]) -> np.ndarray:
+        """p(w | context) for every predictable w (ids 0, 2, 3, ...), as (V-1,)."""
+        idx = self.index()
+        ctx = (
+            [idx.get(w, 0) for w in context][-(self.order - 1) :]
+            if self.order > 1
+            else []
+        )
+        ctx = [1] * (self.order - 1 - len(ctx)) + ctx
+        words = np.array([i for i in range(len(self.vocab)) if i != 1])
+        windows = (
+            np.column_stack(
+                [
+                    np.repeat(np.array(ctx, dtype=np.int64)[None, :], len(words), 0),
+                    words,
+                ]
+            )
+            if ctx
+            else words[:, None]
+        )
+        return np.exp(self.log_probs(windows))
+
+    def windows(self, sentences: list[list[str]]) -> tuple[np.ndarray, int]:
+        """(N, order) id windows of every predicted token (words and </s>) of
+        ``sentences``, and how many words were outside the vocabulary."""
+        idx = self.index()
+        seqs, oov = [], 0
+        for s in sentences:
+            ids = [idx.get(w, 0) for w in s]
+            oov += sum(1 for w in s if w not in idx)
+            seqs.append([1] * (self.order - 1) + ids + [2])
+        return _windows(seqs, self.order), oov
+
+    def score(self, sentences: list[list[str]]) -> dict:
+        """Total negative log-likelihood (nats and bits), tokens, OOVs, perplexity."""
+        w, oov = self.windows(sentences)
+        nll = float(-self.log_probs(w).sum())
+        return {
+            "tokens": len(w),  # words + one </s> per sentence
+            "oov": oov,
+            "nll_nats": nll,
+            "nll_bits": nll / math.log(2),
+            "perplexity": math.exp(nll / max(1, len(w))),
+        }
+
+
+def _windows(seqs: list[list[int]], order: int) -> np.ndarray:
+    """Every window of ``order`` ids ending at a non-padding position."""
+    out = []
+    for s in seqs:
+        arr = np.asarray(s, dtype=np.int64)
+        if len(arr) < order:
+            continue
+        view = np.lib.stride_tricks.sliding_window_view(
+            arr, order
+        )  # (L-order+1, order)
+        out.append(view)
+    if not out:
+        return np.zeros((0, order), dtype=np.int64)
+    return np.concatenate(out)
+
+
+def build(
+    sentences: list[list[str]],
+    *,
+    order: int = 5,
+    discounts: list[tuple[float, float, float]] | None = None,
+) -> KneserNey:
+    """Count, adjust and discount; sentences are lists of tokens. ``discounts``
+    (per order, lowest first) overrides the Chen-Goodman estimates."""
+    if order < 1:
+        raise ValueError("order must be at least 1")
+    words = sorted({w for s in sentences for w in s} - {UNK, BOS, EOS})
+    if not words:
+        raise ValueError("no training tokens")
+    vocab = [UNK, BOS, EOS, *words]
+    idx = {w: i for i, w in enumerate(vocab)}
+    seqs = [[1] * (order - 1) + [idx[w] for w in s] + [2] for s in sentences]
+    top = _windows(seqs, order)  # every predicted token with its full context
+    grams: list[pd.DataFrame] = []
+    contexts: list[pd.DataFrame] = []
+    fixed = discounts
+    discounts = []
+    raw_by_order = {}
+    for k in range(order, 0, -1):
+        frame = pd.DataFrame(top[:, order - k :], columns=_cols(k))
+        raw = frame.groupby(_cols(k), sort=True).size().rename("a").reset_index()
+        raw_by_order[k] = raw
+    adjusted: dict[int, pd.DataFrame] = {order: raw_by_order[order]}
+    for k in range(order - 1, 0, -1):
+        higher = raw_by_order[k + 1]  # distinct (k+1)-grams
+        cont = higher.groupby(_cols(k + 1)[1:], sort=True).size().rename("a")
+        cont = cont.reset_index()
+        cont.columns = _cols(k) + ["a"]
+        raw = raw_by_order[k]
+        merged = raw[_cols(k)].merge(cont, on=_cols(k), how="left")
+        merged["a"] = merged["a"].fillna(0).astype(np.int64)
+        starts = (raw["w0"] == 1).to_numpy()  # begins with <s>: keep the raw count
+        merged.loc[starts, "a"] = raw.loc[starts, "a"].to_numpy()
+        adjusted[k] = merged[merged["a"] > 0].reset_index(drop=True)
+    for k in range(1, order + 1):
+        g = adjusted[k]
+        discounts.append(
+            fixed[k - 1] if fixed else estimate_discounts(g["a"].to_numpy())
+        )
+        grams.append(g)
+        a = g["a"]
+        stats = pd.DataFrame(
+            {
+                "A": a,
+                "N1": (a == 1).astype(np.int64),
+                "N2": (a == 2).astype(np.int64),
+                "N3": (a >= 3).astype(np.int64),
+            }
+        )
+        if k > 1:
+            stats[_cols(k - 1)] = g[_cols(k - 1)]
+            ctx = stats.groupby(_cols(k - 1), sort=True)[["A", "N1", "N2", "N3"]].sum()
+            contexts.append(ctx.reset_index())
+        else:
+            contexts.append(stats[["A", "N1", "N2", "N3"]].sum().to_frame().T)
+        log.info(
+            "order %d: %d n-grams, discounts %.3f %.3f %.3f", k, len(g), *discounts[-1]
+        )
+    return KneserNey(order, vocab, grams, contexts, discounts)
