@@ -134,3 +134,27 @@ def test_unigram_model_without_discounting_is_the_mle_mixture():
     idx = [i for i in range(len(lm.vocab)) if i != 1]
     for j, i in enumerate(idx):
         assert p[j] == pytest.approx(counts.get(lm.vocab[i], 0) / total)
+
+
+def test_matches_nltk_where_the_definitions_coincide():
+    """nltk's KneserNeyInterpolated uses one discount d at every order above the
+    unigrams and leaves the unigram continuation distribution undiscounted (no
+    uniform floor). At order 2 with nltk's padding (one <s>, one </s>) that is our
+    model with discounts (0, 0, 0) for unigrams and (d, d, d) for bigrams. At higher
+    orders the two differ by design: nltk pads order-1 </s> on the right, and it
+    uses continuation counts for lower-order n-grams that start with <s>, where we
+    (like KenLM) keep raw counts, since nothing can precede <s>."""
+    from nltk.lm import KneserNeyInterpolated
+    from nltk.lm.preprocessing import padded_everygram_pipeline
+
+    d = 0.75
+    train, vocab = padded_everygram_pipeline(2, TOY)
+    ref = KneserNeyInterpolated(2, discount=d)
+    ref.fit(train, vocab)
+    lm = build(TOY, order=2, discounts=[(0.0, 0.0, 0.0), (d, d, d)])
+    idx = lm.index()
+    words = sorted({w for s in TOY for w in s}) + [EOS]
+    for ctx in [BOS, "the", "cat", "sat", "on", "a", "dog", "mat"]:
+        for w in words:
+            ours = math.exp(lm.log_probs(np.array([[idx[ctx], idx[w]]]))[0])
+            assert ours == pytest.approx(ref.score(w, [ctx]), rel=1e-12), (ctx, w)
