@@ -135,7 +135,7 @@ def body(args) -> None:
                 res["covered"],
                 res["pairs"],
             )
-    unit = emb.unit()
+    unit = emb.unit
     probe_vecs = [unit[index[w]] if w in index else None for w in cfg.probes]
     detail["neighbours"] = neighbours(emb, cfg.probes, probe_vecs, k=cfg.neighbours)
     if sub is not None:

@@ -10,6 +10,13 @@ from firth.io import atomic_path, write_json
 from firth.subsample import one, subsample_file, words
 
 SPLITS = ("train", "valid", "test")
+# kind -> (train budget key, eval budget key, file suffix, size of a unit,
+#          units separated by blank lines)
+KINDS = {
+    "text": ("max_train_tokens", "max_eval_tokens", ".txt", words, False),
+    "parallel": ("max_train_pairs", "max_eval_pairs", ".tsv", one, False),
+    "tagged": ("max_train_sentences", "max_eval_sentences", ".conll", one, True),
+}
 
 
 def body(args) -> None:
@@ -19,31 +26,11 @@ def body(args) -> None:
         raise ConfigError("subsample tagged needs the name of the tagged corpus")
     rel = f"{kind}/{args.name}" if kind == "tagged" else kind
     src = args.root / "data" / "prepared" / rel
-    if kind == "text":
-        budgets = {"train": cfg.text.max_train_tokens}
-        eval_budget, suffix, size, blank = (
-            cfg.text.max_eval_tokens,
-            ".txt",
-            words,
-            False,
-        )
-    elif kind == "parallel":
-        budgets = {"train": cfg.parallel.max_train_pairs}
-        eval_budget, suffix, size, blank = (
-            cfg.parallel.max_eval_pairs,
-            ".tsv",
-            one,
-            False,
-        )
-    else:
-        budgets = {"train": cfg.tagged.max_train_sentences}
-        eval_budget, suffix, size, blank = (
-            cfg.tagged.max_eval_sentences,
-            ".conll",
-            one,
-            True,
-        )
-    budgets.update(valid=eval_budget, test=eval_budget)
+    train_key, eval_key, suffix, size, blank = KINDS[kind]
+    section = getattr(cfg, kind)
+    eval_budget = getattr(section, eval_key)
+    budgets = {"train": getattr(section, train_key), "valid": eval_budget}
+    budgets["test"] = eval_budget
     stats = {}
     with atomic_path(args.root / "data" / "subsampled" / rel) as tmp:
         tmp.mkdir()

@@ -199,7 +199,7 @@ def test_unseen_word_vector_is_the_mean_of_its_known_ngram_rows():
     # In-vocabulary: row of S times Z.
     torch.testing.assert_close(compose(space, Z, ["walk"])[0][0], (S @ Z)[2])
     # Unseen: mean of the rows of its n-grams that a training word used.
-    rows = space.bucket_rows()
+    rows = space.bucket_row
     grams = [fnv1a(g) % 1000 for g in char_ngrams("talking", min_n=3, max_n=4)]
     known = [rows[b] for b in grams if b in rows]
     assert known  # shares "alk", "ing", ...
@@ -354,6 +354,16 @@ def test_bad_vectors_file_names_the_line(tmp_path):
     path.write_text("3 1\na 1\n")
     with pytest.raises(DataError, match="header says 3 words, file has 1"):
         load_word2vec(path)
+
+
+def test_similarity_file_errors_name_the_line(tmp_path):
+    path = tmp_path / "pairs.tsv"
+    path.write_text("cat\tdog\t7.5\ncat\tmouse\n")
+    with pytest.raises(DataError, match=r"pairs.tsv:2: expected word1 word2 score"):
+        read_pairs(path)
+    path.write_text("# only a comment\n")
+    with pytest.raises(DataError, match="no pairs"):
+        read_pairs(path)
 
 
 def test_analogy_file_errors_name_the_line(tmp_path):

@@ -413,33 +413,26 @@ def embeddings_section(
                 (["method: set", "Spearman (coverage)"], oov_rows),
             )
         )
-    # Analogy by section (top candidates, 3CosAdd).
-    names: list[str] = []
-    for m in methods:
-        block = details.get(m, {}).get("analogy", {})
-        for key, res in block.items():
-            if key.endswith("/top"):
-                names += [n for n in res["sections"] if n not in names]
+    # Analogy by section (top candidates, 3CosAdd): each method's "<set>/top" result.
+    top = {
+        m: next(
+            (
+                r
+                for k, r in details.get(m, {}).get("analogy", {}).items()
+                if k.endswith("/top")
+            ),
+            None,
+        )
+        for m in methods
+    }
+    names = list(dict.fromkeys(n for r in top.values() if r for n in r["sections"]))
     if names:
         sec_rows = []
         for n in names:
-            row = [n]
-            cov = None
-            for m in methods:
-                res = next(
-                    (
-                        r
-                        for k, r in details.get(m, {}).get("analogy", {}).items()
-                        if k.endswith("/top")
-                    ),
-                    None,
-                )
-                entry = res["sections"].get(n) if res else None
-                row.append(_num(entry["3cosadd"], 3) if entry else "-")
-                cov = cov or (
-                    f"{entry['covered']}/{entry['questions']}" if entry else None
-                )
-            sec_rows.append([*row, cov or "-"])
+            entries = [top[m]["sections"].get(n) if top[m] else None for m in methods]
+            cov = next((f"{e['covered']}/{e['questions']}" for e in entries if e), "-")
+            row = [_num(e["3cosadd"], 3) if e else "-" for e in entries]
+            sec_rows.append([n, *row, cov])
         sec.tables.append(
             (
                 "3CosAdd by analogy section (top candidates)",

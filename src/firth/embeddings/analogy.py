@@ -100,7 +100,7 @@ def evaluate_analogies(
     """
     lookup = _lookup(emb.words, restrict)
     n_rows = len(emb.words) if not restrict else min(restrict, len(emb.words))
-    unit = emb.unit()[:n_rows]
+    unit = emb.unit[:n_rows]
     result: dict = {"restrict": restrict or 0, "candidates": n_rows, "sections": {}}
     all_q, all_ok = 0, 0
     correct_total = dict.fromkeys(METHODS, 0)

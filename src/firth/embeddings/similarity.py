@@ -15,27 +15,17 @@ from scipy import stats
 
 from firth.embeddings.vectors import Embedding
 from firth.errors import DataError
+from firth.sources.formats import read_similarity
 
 Pair = tuple[str, str, float]
 
 
 def read_pairs(path: str | Path) -> list[Pair]:
-    """``word1<TAB>word2<TAB>score`` lines ('#' lines are comments)."""
+    """The canonical ``word1<TAB>word2<TAB>score`` file of a similarity set."""
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path}: not found")
-    out: list[Pair] = []
-    with open(path, encoding="utf-8") as f:
-        for line_no, line in enumerate(f, start=1):
-            if not line.strip() or line.startswith("#"):
-                continue
-            parts = line.rstrip("\n").split("\t")
-            try:
-                out.append((parts[0], parts[1], float(parts[2])))
-            except (IndexError, ValueError):
-                raise DataError(
-                    f"{path}:{line_no}: expected word<TAB>word<TAB>number"
-                ) from None
+    out = list(read_similarity(path))
     if not out:
         raise DataError(f"{path}: no pairs")
     return out
@@ -55,7 +45,7 @@ def evaluate_pairs(
     lookup: dict[str, int] = {}
     for i, w in enumerate(emb.words):
         lookup.setdefault(w.upper(), i)
-    unit = emb.unit()
+    unit = emb.unit
 
     def vec(w: str) -> np.ndarray | None:
         i = lookup.get(w.upper())

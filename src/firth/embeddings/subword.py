@@ -15,6 +15,7 @@ random vector); a word with no known n-gram has no vector.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal
 
 import numpy as np
@@ -61,17 +62,24 @@ class SubwordSpace:
     def rows(self) -> int:
         return len(self.words) + len(self.used_buckets)
 
-    def bucket_rows(self) -> dict[int, int]:
+    @cached_property
+    def word_index(self) -> dict[str, int]:
+        return {w: i for i, w in enumerate(self.words)}
+
+    @cached_property
+    def bucket_row(self) -> dict[int, int]:
+        """Bucket id -> input row, for the used buckets."""
         V = len(self.words)
         return {int(b): V + i for i, b in enumerate(self.used_buckets)}
 
-    def word_rows(self, word: str, *, index: dict[str, int], rows: dict[int, int]):
+    def word_rows(self, word: str) -> list[int]:
         """Input rows whose sum is the vector of ``word`` (may be empty)."""
-        out = [index[word]] if word in index else []
+        own = self.word_index.get(word)
+        out = [] if own is None else [own]
         for b in ngram_buckets(
             word, min_n=self.min_n, max_n=self.max_n, buckets=self.buckets
         ):
-            r = rows.get(b)
+            r = self.bucket_row.get(b)
             if r is not None:
                 out.append(r)
         return out
@@ -105,11 +113,10 @@ def build_space(
         combine=combine,
     )
     V = len(words)
-    col_of = {int(b): V + i for i, b in enumerate(used)}
     crow, cols, vals = [0], [], []
     for i, bs in enumerate(per_word):
         cols.append(i)
-        cols.extend(col_of[b] for b in bs)
+        cols.extend(space.bucket_row[b] for b in bs)
         share = 1.0 if combine == "sum" else 1.0 / (len(bs) + 1)
         vals.extend([share] * (len(bs) + 1))
         crow.append(len(cols))
@@ -127,12 +134,10 @@ def compose(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Vectors (n, d) of ``words`` from the input table Z; and a bool mask (n,),
     False where a word has no known row (its vector is zero)."""
-    index = {w: i for i, w in enumerate(space.words)}
-    rows = space.bucket_rows()
     out = torch.zeros(len(words), Z.shape[1], dtype=Z.dtype)
     known = torch.zeros(len(words), dtype=torch.bool)
     for i, w in enumerate(words):
-        r = space.word_rows(w, index=index, rows=rows)
+        r = space.word_rows(w)
         if r:
             rows_sum = Z[torch.tensor(r)].sum(0)
             out[i] = rows_sum if space.combine == "sum" else rows_sum / len(r)

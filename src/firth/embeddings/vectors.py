@@ -9,6 +9,7 @@ frequent first), which the analogy evaluation's frequency cut-off relies on.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -33,8 +34,9 @@ class Embedding:
     def index(self) -> dict[str, int]:
         return {w: i for i, w in enumerate(self.words)}
 
+    @cached_property
     def unit(self) -> np.ndarray:
-        """Rows scaled to unit length (zero rows stay zero)."""
+        """Rows scaled to unit length (zero rows stay zero); computed once."""
         norms = np.linalg.norm(self.matrix, axis=1, keepdims=True)
         return (self.matrix / np.where(norms > 0, norms, 1.0)).astype(np.float32)
 
@@ -42,7 +44,7 @@ class Embedding:
         self, vector: np.ndarray, *, k: int, exclude=()
     ) -> list[tuple[str, float]]:
         """The k words with the highest cosine to ``vector``."""
-        unit = self.unit()
+        unit = self.unit
         n = np.linalg.norm(vector)
         if n == 0:
             return []

@@ -36,6 +36,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from firth.lm.metrics import perplexity
+
 log = logging.getLogger(__name__)
 
 UNK, BOS, EOS = "<unk>", "<s>", "</s>"
@@ -84,17 +86,16 @@ class KneserNey:
         p = np.full(N, 1.0 / self.predictable)  # p_0: uniform
         frame = pd.DataFrame(windows, columns=_cols(n))
         for k in range(1, n + 1):
-            # the last k tokens: context = first k-1 of them
-            q = frame.iloc[:, n - k :].copy()
+            # the last k tokens: context = first k-1 of them. Left merges keep the
+            # left row order and the right frames have unique keys (grouped).
+            q = frame.iloc[:, n - k :]
             q.columns = _cols(k)
-            q["row"] = np.arange(N)
-            g = q.merge(self.grams[k - 1], on=_cols(k), how="left")
-            a = g.sort_values("row")["a"].fillna(0).to_numpy()
+            a = q.merge(self.grams[k - 1], on=_cols(k), how="left")["a"]
+            a = a.fillna(0).to_numpy()
             if k > 1:
-                c = q[_cols(k - 1) + ["row"]].merge(
+                c = q[_cols(k - 1)].merge(
                     self.contexts[k - 1], on=_cols(k - 1), how="left"
                 )
-                c = c.sort_values("row")
                 A = c["A"].fillna(0).to_numpy()
                 Ns = c[["N1", "N2", "N3"]].fillna(0).to_numpy()
             else:
@@ -153,7 +154,7 @@ class KneserNey:
             "oov": oov,
             "nll_nats": nll,
             "nll_bits": nll / math.log(2),
-            "perplexity": math.exp(nll / max(1, len(w))),
+            "perplexity": perplexity(nll, len(w)),
         }
 
 

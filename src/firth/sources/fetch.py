@@ -199,7 +199,7 @@ def _write(fmt: str, parser: str, path: Path, out: Path, *, source: str) -> dict
         (out / "questions-words.txt").write_text(text, encoding="utf-8")
         return {"questions": n}
     if fmt == "similarity":
-        n = formats.write_similarity(out / "pairs.tsv", _similarity_rows(path))
+        n = formats.write_similarity(out / "pairs.tsv", formats.read_similarity(path))
         _require(n, path, "word pairs")
         return {"pairs": n}
     raise DataError(f"{source}: format {fmt!r} cannot be read from a file")
@@ -258,20 +258,6 @@ def _tsv_pairs(path: Path) -> Iterator[tuple[str, str, str]]:
                     f"{path}:{i}: expected 2 (source, target) or 3 (id, "
                     f"source, target) tab-separated columns, got {len(parts)}"
                 )
-
-
-def _similarity_rows(path: Path) -> Iterator[tuple[str, str, float]]:
-    with open(path, encoding="utf-8") as f:
-        for i, line in enumerate(f, 1):
-            if not line.strip() or line.startswith("#"):
-                continue
-            parts = line.split()
-            try:
-                yield parts[0], parts[1], float(parts[2])
-            except (IndexError, ValueError):
-                raise DataError(
-                    f"{path}:{i}: expected word1 word2 score, got {line.strip()[:60]!r}"
-                ) from None
 
 
 # ---------------------------------------------------------------- kinds

@@ -168,6 +168,22 @@ def read_slash_tagged(path: Path) -> Iterator[Sentence]:
             yield tokens, tags
 
 
+def read_similarity(path: Path) -> Iterator[tuple[str, str, float]]:
+    """``word1 word2 score`` lines, whitespace-separated (the canonical pairs.tsv
+    uses tabs); blank and '#' lines are skipped."""
+    with open(path, encoding="utf-8") as f:
+        for i, line in enumerate(f, 1):
+            if not line.strip() or line.startswith("#"):
+                continue
+            parts = line.split()
+            try:
+                yield parts[0], parts[1], float(parts[2])
+            except (IndexError, ValueError):
+                raise DataError(
+                    f"{path}:{i}: expected word1 word2 score, got {line.strip()[:60]!r}"
+                ) from None
+
+
 def write_similarity(path: Path, rows: Iterable[tuple[str, str, float]]) -> int:
     n = 0
     with open(path, "w", encoding="utf-8") as f:
