@@ -209,6 +209,88 @@ class EvaluateEmbeddings(Section):
     oov_probes: list[str]
 
 
+class LmCommon(Section):
+    unit: Literal["word", "bpe"]
+    min_count: int = Field(ge=1)
+    emb_dim: int = Field(ge=1)
+    cutoffs: list[int]
+    tie: bool
+    batch: int = Field(ge=1)
+    bptt: int = Field(ge=1)
+    epochs: float = Field(gt=0)
+    lr: float = Field(gt=0)
+    warmup: float = Field(ge=0, lt=1)
+    weight_decay: float = Field(ge=0)
+    clip: float = Field(ge=0)
+    dropout: float = Field(ge=0, lt=1)
+    evals_per_epoch: int = Field(ge=1)
+    patience: int = Field(ge=0)
+    eval_batch: int = Field(ge=1)
+    threads: int = Field(ge=0)
+    device: Literal["auto", "cpu", "cuda"]
+
+    @model_validator(mode="after")
+    def _cutoffs(self) -> Self:
+        if any(b <= a for a, b in zip(self.cutoffs, self.cutoffs[1:])) or any(
+            c < 1 for c in self.cutoffs
+        ):
+            raise ValueError("cutoffs must be positive and strictly increasing")
+        return self
+
+
+class LmKN(Section):
+    order: int = Field(ge=1)
+
+
+class LmFFNN(Section):
+    context: int = Field(ge=1)
+    hidden: int = Field(ge=1)
+
+
+class LmRNN(Section):
+    hidden: int = Field(ge=1)
+    layers: int = Field(ge=1)
+    forget_bias: float = 0.0
+
+
+class LmTransformer(Section):
+    layers: int = Field(ge=1)
+    heads: int = Field(ge=1)
+    ff: int = Field(ge=1)
+    memory: int = Field(ge=0)
+
+
+class LmRun(Section):
+    family: Literal["kn", "ffnn", "elman", "lstm", "gru", "transformer"]
+    seed: int
+
+
+class Lm(Section):
+    common: LmCommon
+    kn: LmKN
+    ffnn: LmFFNN
+    elman: LmRNN
+    lstm: LmRNN
+    gru: LmRNN
+    transformer: LmTransformer
+    runs: dict[str, LmRun]
+
+    @model_validator(mode="after")
+    def _heads(self) -> Self:
+        if self.common.emb_dim % self.transformer.heads:
+            raise ValueError("common.emb_dim must be divisible by transformer.heads")
+        return self
+
+
+class EvaluateLm(Section):
+    samples: int = Field(ge=0)
+    sample_tokens: int = Field(ge=1)
+    temperature: float = Field(gt=0)
+    prompts: list[str]
+    flow_distance: int = Field(ge=2)
+    flow_sequences: int = Field(ge=1)
+
+
 SECTIONS: dict[str, type[BaseModel]] = {
     "prepare_text": PrepareText,
     "prepare_parallel": PrepareParallel,
@@ -218,6 +300,8 @@ SECTIONS: dict[str, type[BaseModel]] = {
     "report": Report,
     "embeddings": Embeddings,
     "evaluate_embeddings": EvaluateEmbeddings,
+    "lm": Lm,
+    "evaluate_lm": EvaluateLm,
 }
 
 M = TypeVar("M", bound=BaseModel)

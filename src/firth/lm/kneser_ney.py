@@ -29,9 +29,11 @@ merged column-wise: no dicts of dicts.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -237,3 +239,34 @@ def build(
             "order %d: %d n-grams, discounts %.3f %.3f %.3f", k, len(g), *discounts[-1]
         )
     return KneserNey(order, vocab, grams, contexts, discounts)
+
+
+def save(lm: KneserNey, folder) -> None:
+    """Write ``lm`` to ``folder`` (created): one parquet file per order for the
+    n-grams and for the contexts, and meta.json (order, vocabulary, discounts)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    for k in range(1, lm.order + 1):
+        lm.grams[k - 1].to_parquet(folder / f"grams{k}.parquet", index=False)
+        lm.contexts[k - 1].to_parquet(folder / f"contexts{k}.parquet", index=False)
+    (folder / "meta.json").write_text(
+        json.dumps(
+            {"order": lm.order, "vocab": lm.vocab, "discounts": lm.discounts}
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+
+
+def load(folder) -> KneserNey:
+    """Read a model written by :func:`save`."""
+    folder = Path(folder)
+    meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+    order = meta["order"]
+    return KneserNey(
+        order,
+        meta["vocab"],
+        [pd.read_parquet(folder / f"grams{k}.parquet") for k in range(1, order + 1)],
+        [pd.read_parquet(folder / f"contexts{k}.parquet") for k in range(1, order + 1)],
+        [tuple(d) for d in meta["discounts"]],
+    )
