@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup lint flow bench bench-embeddings clean-venv
+.PHONY: run test setup lint flow bench bench-embeddings bench-lm clean-venv
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -38,6 +38,11 @@ bench: $(STAMP)
 # first (the corpus and the evaluation sets).
 bench-embeddings: $(STAMP)
 	$(BIN)/python benchmarks/embeddings.py
+
+# Kneser-Ney build and every neural LM's training/evaluation speed (~5 min on 2 cores);
+# needs `make run` first (the corpus and the BPE tokenizer).
+bench-lm: $(STAMP)
+	$(BIN)/python benchmarks/lm.py
 
 clean-venv:
 	rm -rf $(VENV)

@@ -1,11 +1,12 @@
-"""Benchmark the language models: Kneser-Ney build time and peak memory, and
-evaluation speed, on the default text split (neural training throughput joins
-when the neural LMs land, issue 4).
+"""Benchmark the language models on the default text split: Kneser-Ney build
+time and peak memory, neural training tokens per second (forward, backward,
+clipping and the AdamW step over real training segments, the settings of
+params.yaml's lm section), and evaluation speed (scoring the whole test text).
 
-    python benchmarks/lm.py                       # orders 3 and 5
-    python benchmarks/lm.py --orders 5
+    python benchmarks/lm.py            # KN orders 3 and 5, every neural family
+    python benchmarks/lm.py --orders 5 --families lstm --device cuda
 
-Each order runs in a fresh process, so its peak RSS is its own. Writes
+Each model runs in a fresh process, so its peak RSS is its own. Writes
 benchmarks/results/lm.json.
 """
 
@@ -66,11 +67,93 @@ def _kn(order: int, train: str, test: str, queue) -> None:
     )
 
 
+def _neural(family: str, args: dict, queue) -> None:
+    import torch
+
+    from firth.config import load_section
+    from firth.lm.data import batchify, build_vocabulary, encode_stream, read_lines
+    from firth.lm.models import build_model
+    from firth.lm.train import resolve_device, score
+
+    cfg = load_section("lm", args["params"])
+    c = cfg.common
+    torch.set_num_threads(c.threads or torch.get_num_threads())
+    device = resolve_device(args["device"])
+    train_lines = read_lines(Path(args["train"]))
+    test_lines = read_lines(Path(args["test"]))
+    vocab = build_vocabulary(
+        train_lines,
+        unit=c.unit,
+        min_count=c.min_count,
+        tokenizer=ROOT / "data/tokenizers/text/tokenizer.json",
+    )
+    stream = encode_stream(vocab, train_lines)
+    x, y = batchify(stream, c.batch)
+    x, y = x.to(device), y.to(device)
+    torch.manual_seed(0)
+    model = build_model(family, vocab.size, cfg, eos=vocab.eos).to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=c.lr, weight_decay=c.weight_decay)
+    state = model.init_state(c.batch, device)
+    warm, steps = 3, args["steps"]
+    for i in range(warm + steps):
+        if i == warm:
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            t0 = time.perf_counter()
+        pos = i * c.bptt
+        lp, state = model.log_prob_of(
+            x[:, pos : pos + c.bptt], y[:, pos : pos + c.bptt], state
+        )
+        loss = -lp.mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), c.clip or 1e9)
+        opt.step()
+        state = model.detach(state)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    train_s = time.perf_counter() - t0
+    test = encode_stream(vocab, test_lines)
+    t0 = time.perf_counter()
+    _, tokens = score(model, test, batch=c.eval_batch, bptt=c.bptt, device=device)
+    eval_s = time.perf_counter() - t0
+    queue.put(
+        {
+            "model": family,
+            "unit": c.unit,
+            "vocab": vocab.size,
+            "parameters": sum(p.numel() for p in model.parameters()),
+            "device": str(device),
+            "threads": torch.get_num_threads(),
+            "train_tokens": steps * c.batch * c.bptt,
+            "train_seconds": round(train_s, 2),
+            "train_tokens_per_second": round(steps * c.batch * c.bptt / train_s),
+            "epoch_seconds_estimate": round(
+                (len(stream) - 1) / (steps * c.batch * c.bptt / train_s)
+            ),
+            "peak_rss_mb": round(
+                resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            ),
+            "eval_seconds": round(eval_s, 2),
+            "eval_tokens_per_second": round(tokens / eval_s),
+            "test_tokens": tokens,
+        }
+    )
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--train", default=str(ROOT / "data/subsampled/text/train.txt"))
     p.add_argument("--test", default=str(ROOT / "data/subsampled/text/test.txt"))
     p.add_argument("--orders", nargs="+", type=int, default=[3, 5])
+    p.add_argument(
+        "--families", nargs="*", default=["ffnn", "elman", "lstm", "gru", "transformer"]
+    )
+    p.add_argument("--params", default=str(ROOT / "params.yaml"))
+    p.add_argument("--device", default="cpu", help="cpu | cuda | auto")
+    p.add_argument(
+        "--steps", type=int, default=60, help="timed training steps per model"
+    )
     p.add_argument("--out", default=str(ROOT / "benchmarks/results/lm.json"))
     args = p.parse_args(argv)
     ctx = mp.get_context("spawn")
@@ -78,6 +161,16 @@ def main(argv=None) -> None:
     for order in args.orders:
         queue = ctx.Queue()
         proc = ctx.Process(target=_kn, args=(order, args.train, args.test, queue))
+        proc.start()
+        rows.append(queue.get())
+        proc.join()
+        print(json.dumps(rows[-1]), flush=True)
+    for family in args.families:
+        queue = ctx.Queue()
+        spec = {
+            k: getattr(args, k) for k in ("params", "device", "steps", "train", "test")
+        }
+        proc = ctx.Process(target=_neural, args=(family, spec, queue))
         proc.start()
         rows.append(queue.get())
         proc.join()

@@ -65,8 +65,13 @@ def body(args) -> None:
         raise DataError(f"{model_dir}: no trained model (run train-lm@{args.run})")
     vocab = Vocabulary.load(model_dir / "vocab.json")
     text = args.root / "data" / "subsampled" / "text"
-    result: dict = {"run": args.run, "family": run.family, "seed": run.seed,
-                    "unit": vocab.unit, "vocab": vocab.size}
+    result: dict = {
+        "run": args.run,
+        "family": run.family,
+        "seed": run.seed,
+        "unit": vocab.unit,
+        "vocab": vocab.size,
+    }
     detail: dict = {"run": args.run, "samples": [], "gradient_flow": []}
     device = resolve_device(c.device)
     model = None
@@ -82,10 +87,14 @@ def body(args) -> None:
         stream = encode_stream(vocab, lines)
         t0 = time.perf_counter()
         if model is None:
-            res = lm.score([[vocab.tokens[i] for i in vocab.encode_line(x)] for x in lines])
+            res = lm.score(
+                [[vocab.tokens[i] for i in vocab.encode_line(x)] for x in lines]
+            )
             nll, tokens = res["nll_nats"], res["tokens"]
         else:
-            nll, tokens = score(model, stream, batch=c.eval_batch, bptt=c.bptt, device=device)
+            nll, tokens = score(
+                model, stream, batch=c.eval_batch, bptt=c.bptt, device=device
+            )
         seconds = time.perf_counter() - t0
         words = sum(len(x.split()) for x in lines)
         result[split] = {
@@ -98,17 +107,31 @@ def body(args) -> None:
             "tokens_per_second": round(tokens / seconds),
             "baselines": baselines(vocab, stream, chars),
         }
-        log.info("%s %s: perplexity %.2f, %.4f bits/char", args.run, split,
-                 result[split]["perplexity"], result[split]["bits_per_char"])
+        log.info(
+            "%s %s: perplexity %.2f, %.4f bits/char",
+            args.run,
+            split,
+            result[split]["perplexity"],
+            result[split]["bits_per_char"],
+        )
     gen = torch.Generator().manual_seed(run.seed)
     if model is not None and ev.samples:
         for prompt in ev.prompts:
             ids = [vocab.eos, *vocab.encode_line(prompt)]
             for _ in range(ev.samples):
-                out = sample(model, ids, max_tokens=ev.sample_tokens,
-                             temperature=ev.temperature, eos=vocab.eos,
-                             generator=gen, device=device, segment=c.bptt)
-                detail["samples"].append({"prompt": prompt, "continuation": vocab.decode(out)})
+                out = sample(
+                    model,
+                    ids,
+                    max_tokens=ev.sample_tokens,
+                    temperature=ev.temperature,
+                    eos=vocab.eos,
+                    generator=gen,
+                    device=device,
+                    segment=c.bptt,
+                )
+                detail["samples"].append(
+                    {"prompt": prompt, "continuation": vocab.decode(out)}
+                )
     elif ev.samples:
         detail["samples"] = kn_samples(lm, ev, gen)
     if run.family in ("elman", "lstm", "gru"):
@@ -118,12 +141,18 @@ def body(args) -> None:
         ids = torch.stack([stream[s : s + span] for s in starts]).to(device)
         norms = model_gradient_norms(model, ids, warm=c.bptt).cpu()
         detail["gradient_flow"] = [
-            {"distance": ev.flow_distance - 1 - t, "grad_norm": float(norms[t]),
-             "relative": float(norms[t] / norms[-1])}
+            {
+                "distance": ev.flow_distance - 1 - t,
+                "grad_norm": float(norms[t]),
+                "relative": float(norms[t] / norms[-1]),
+            }
             for t in range(ev.flow_distance - 1, -1, -1)
         ]
         far = detail["gradient_flow"][-1]
-        result["gradient_flow"] = {"distance": far["distance"], "relative_norm": far["relative"]}
+        result["gradient_flow"] = {
+            "distance": far["distance"],
+            "relative_norm": far["relative"],
+        }
     write_json(args.root / "reports" / "lm" / args.run / "eval.json", result)
     write_json(args.root / "reports" / "lm" / args.run / "eval_detail.json", detail)
 

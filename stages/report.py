@@ -12,6 +12,7 @@ from firth.config import load_sections
 from firth.io import atomic_path, read_json, write_text
 from firth.report import (
     embeddings_section,
+    lm_section,
     parallel_section,
     render_html,
     render_markdown,
@@ -75,11 +76,30 @@ def body(args) -> None:
                 _maybe(root / "benchmarks" / "results" / "embeddings.json"),
             )
         )
+    lm = root / "reports" / "lm"
+    lm_evals = {p.parent.name: read_json(p) for p in sorted(lm.glob("*/eval.json"))}
+    if lm_evals:
+        curves = {}
+        for r in lm_evals:
+            path = lm / r / "curve.csv"
+            if path.exists():
+                with open(path, encoding="utf-8") as f:
+                    curves[r] = list(csv.DictReader(f))
+        sections.append(
+            lm_section(
+                {r: _maybe(lm / r / "train.json") or {} for r in lm_evals},
+                lm_evals,
+                {r: _maybe(lm / r / "eval_detail.json") or {} for r in lm_evals},
+                curves,
+                _maybe(root / "benchmarks" / "results" / "lm.json"),
+            )
+        )
     meta = {
         "code revision": _revision(root),
         "seed": str(seed),
         "built from": "reports/data/*.json, reports/tokenizers/*.csv, "
-        "reports/embeddings/*/*.json, benchmarks/results/embeddings.json, "
+        "reports/embeddings/*/*.json, reports/lm/*/*, "
+        "benchmarks/results/{embeddings,lm}.json, "
         "data/raw/*/*/SOURCE.json",
     }
     figures = {}

@@ -62,16 +62,26 @@ def body(args) -> None:
         run.family: family_cfg.model_dump(),
         "corpus_sha256": data_hash,
     }
-    stats: dict = {"run": args.run, "family": run.family, "seed": run.seed,
-                   "unit": c.unit, "vocab": vocab.size, "corpus_sha256": data_hash}
+    stats: dict = {
+        "run": args.run,
+        "family": run.family,
+        "seed": run.seed,
+        "unit": c.unit,
+        "vocab": vocab.size,
+        "corpus_sha256": data_hash,
+    }
     curve: list[dict] = []
     out_dir = args.root / "data" / "lm" / args.run
     if run.family == "kn":
-        sents = [[vocab.tokens[i] for i in vocab.encode_line(line)] for line in train_lines]
+        sents = [
+            [vocab.tokens[i] for i in vocab.encode_line(line)] for line in train_lines
+        ]
         t0 = time.perf_counter()
         lm = kneser_ney.build(sents, order=cfg.kn.order)
         build_s = time.perf_counter() - t0
-        valid = lm.score([[vocab.tokens[i] for i in vocab.encode_line(line)] for line in valid_lines])
+        valid = lm.score(
+            [[vocab.tokens[i] for i in vocab.encode_line(line)] for line in valid_lines]
+        )
         stats.update(
             order=cfg.kn.order,
             train_tokens=sum(len(s) for s in sents),
@@ -94,10 +104,19 @@ def body(args) -> None:
             args.root / "data" / "checkpoints" / "lm" / f"{args.run}.pt",
             run_key(**settings, device=str(device)),
         )
-        result = train(model, train_stream, valid_stream, c, seed=run.seed,
-                       device=device, checkpoint=ckpt)
+        result = train(
+            model,
+            train_stream,
+            valid_stream,
+            c,
+            seed=run.seed,
+            device=device,
+            checkpoint=ckpt,
+        )
         model.load_state_dict(result.best_state)
-        v_nll, v_tok = score(model, valid_stream, batch=c.eval_batch, bptt=c.bptt, device=device)
+        v_nll, v_tok = score(
+            model, valid_stream, batch=c.eval_batch, bptt=c.bptt, device=device
+        )
         stats.update(result.stats)
         stats.update(
             train_tokens=len(train_stream) - 1,
@@ -105,7 +124,10 @@ def body(args) -> None:
             device=str(device),
             threads=torch.get_num_threads(),
         )
-        assert abs(v_nll / v_tok - result.stats["best_valid_loss"]) < 1e-6 * max(1.0, v_nll / v_tok) + 1e-9, "best weights do not reproduce the best valid loss"
+        assert (
+            abs(v_nll / v_tok - result.stats["best_valid_loss"])
+            < 1e-6 * max(1.0, v_nll / v_tok) + 1e-9
+        ), "best weights do not reproduce the best valid loss"
         curve = result.history
         with atomic_path(out_dir) as tmp:
             tmp.mkdir()
@@ -118,12 +140,24 @@ def body(args) -> None:
     write_json(rep / "train.json", stats)
     with atomic_path(rep / "curve.csv") as tmp:
         with open(tmp, "w", newline="", encoding="utf-8") as f:
-            cols = ["step", "epoch", "lr", "train_loss", "valid_loss",
-                    "valid_perplexity", "train_seconds"]
+            cols = [
+                "step",
+                "epoch",
+                "lr",
+                "train_loss",
+                "valid_loss",
+                "valid_perplexity",
+                "train_seconds",
+            ]
             w = csv.DictWriter(f, fieldnames=cols)
             w.writeheader()
             for row in curve:
-                w.writerow({k: (round(v, 6) if isinstance(v, float) else v) for k, v in row.items()})
+                w.writerow(
+                    {
+                        k: (round(v, 6) if isinstance(v, float) else v)
+                        for k, v in row.items()
+                    }
+                )
     log.info("%s: best valid perplexity %.2f", args.run, stats["best_valid_perplexity"])
 
 

@@ -71,8 +71,13 @@ def test_repro_then_noop_then_only_downstream(repo):
         f"evaluate-embeddings@{m}"
         for m in ("sgns", "subword", "ppmi-svd", "glove", "gensim")
     }
+    lm_runs = params["lm"]["runs"]
+    lm_stages = {f"train-lm@{r}" for r in lm_runs} | {
+        f"evaluate-lm@{r}" for r in lm_runs
+    }
     assert (
-        ran(third) == {"subsample-text", "tokenizer-text", "report"} | embedding_stages
+        ran(third)
+        == {"subsample-text", "tokenizer-text", "report"} | embedding_stages | lm_stages
     )
 
     params["embeddings"]["glove"]["epochs"] = 3
@@ -84,6 +89,12 @@ def test_repro_then_noop_then_only_downstream(repo):
         "report",
     }
     assert "## Word embeddings" in (path / "reports" / "index.md").read_text()
+
+    params["lm"]["gru"]["hidden"] = 24
+    (path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    fifth = run(["dvc", "repro"], path, env)
+    assert ran(fifth) == {"train-lm@gru", "evaluate-lm@gru", "report"}
+    assert "## Language models" in (path / "reports" / "index.md").read_text()
 
 
 def test_prefect_flow_runs_every_stage_in_order(repo):

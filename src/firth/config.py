@@ -231,9 +231,9 @@ class LmCommon(Section):
 
     @model_validator(mode="after")
     def _cutoffs(self) -> Self:
-        if any(b <= a for a, b in zip(self.cutoffs, self.cutoffs[1:])) or any(
-            c < 1 for c in self.cutoffs
-        ):
+        if any(
+            b <= a for a, b in zip(self.cutoffs, self.cutoffs[1:], strict=False)
+        ) or any(c < 1 for c in self.cutoffs):
             raise ValueError("cutoffs must be positive and strictly increasing")
         return self
 

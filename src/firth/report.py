@@ -30,6 +30,15 @@ class Section:
 SPLITS = ("train", "valid", "test")
 
 
+def _png(fig) -> bytes:
+    """The figure as PNG bytes (no timestamp metadata, so reruns are identical)."""
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, metadata={"Software": None})
+    plt.close(fig)
+    return buf.getvalue()
+
+
 def fmt(x: object) -> str:
     if isinstance(x, float):
         return f"{x:.4f}" if abs(x) < 1 else f"{x:,.2f}"
@@ -250,11 +259,7 @@ def tokenizer_figure(tables: dict[str, list[dict]]) -> bytes:
     ax.set_ylabel("mean tokens per line (valid)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, metadata={"Software": None})
-    plt.close(fig)
-    return buf.getvalue()
+    return _png(fig)
 
 
 def render_markdown(
@@ -553,8 +558,260 @@ def embeddings_figure(methods: list[str], evals: dict[str, dict]) -> bytes:
     ax.set_ylabel("accuracy / Spearman")
     ax.legend(fontsize=8)
     ax.grid(True, axis="y", alpha=0.3)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, metadata={"Software": None})
-    plt.close(fig)
-    return buf.getvalue()
+    return _png(fig)
+
+
+LM_ORDER = ("kn", "ffnn", "elman", "lstm", "gru", "transformer")
+LM_NAMES = {
+    "kn": "Kneser-Ney",
+    "ffnn": "Bengio FFNN",
+    "elman": "Elman RNN",
+    "lstm": "LSTM",
+    "gru": "GRU",
+    "transformer": "Transformer",
+}
+
+
+def _mean_sd(xs: list[float]) -> tuple[float, float]:
+    m = sum(xs) / len(xs)
+    sd = (sum((x - m) ** 2 for x in xs) / (len(xs) - 1)) ** 0.5 if len(xs) > 1 else 0.0
+    return m, sd
+
+
+def lm_section(
+    train: dict[str, dict],
+    evals: dict[str, dict],
+    details: dict[str, dict],
+    curves: dict[str, list[dict]],
+    bench: dict | None,
+) -> Section:
+    """Language models side by side on the test text: perplexity per own token and
+    bits per character, baselines, the LSTM's margin over Kneser-Ney with seed
+    spread, samples, the gradient-flow figure and training curves."""
+    runs = sorted(
+        evals,
+        key=lambda r: (
+            LM_ORDER.index(evals[r]["family"])
+            if evals[r]["family"] in LM_ORDER
+            else 99,
+            r,
+        ),
+    )
+    any_run = evals[runs[0]]
+    test = any_run["test"]
+    sec = Section(
+        "Language models",
+        "Every model is scored on the same test text (data/subsampled/text/test.txt, "
+        f"{test['characters']:,} characters). Perplexity is per token of the model's "
+        "own tokenization (one </s> per line included); bits per character is the "
+        "total negative log-likelihood in bits over the characters (each line plus "
+        "its line break), the number that compares word, BPE and n-gram models. "
+        "Word-level models share one vocabulary (training words seen at least "
+        "lm.common.min_count times, the rest <unk>), so their scores leave out the "
+        "cost of spelling an <unk>: the OOV rate is beside them. Neural models keep "
+        "the weights with the best validation loss.",
+    )
+    rows = []
+    for r in runs:
+        e, t = evals[r], train.get(r, {})
+        rows.append(
+            [
+                r,
+                LM_NAMES.get(e["family"], e["family"]),
+                str(e["seed"]),
+                e["unit"],
+                f"{e['vocab']:,}",
+                f"{t['parameters']:,}" if "parameters" in t else "-",
+                _num(t.get("epochs_run"), 2) if "epochs_run" in t else "-",
+                f"{t['train_tokens_per_second']:,}"
+                if "train_tokens_per_second" in t
+                else "-",
+                f"{e['test']['perplexity']:.2f}",
+                f"{e['test']['bits_per_char']:.4f}",
+                f"{e['valid']['perplexity']:.2f}",
+                f"{100 * e['test']['oov_rate']:.2f}%",
+            ]
+        )
+    sec.tables.append(
+        (
+            "Test scores per run",
+            (
+                [
+                    "run",
+                    "model",
+                    "seed",
+                    "unit",
+                    "vocab",
+                    "parameters",
+                    "epochs",
+                    "train tokens/s",
+                    "test ppl",
+                    "test bits/char",
+                    "valid ppl",
+                    "test OOV",
+                ],
+                rows,
+            ),
+        )
+    )
+    fam: dict[str, list[str]] = {}
+    for r in runs:
+        fam.setdefault(evals[r]["family"], []).append(r)
+    rows = []
+    for f, rs in fam.items():
+        ppl = _mean_sd([evals[r]["test"]["perplexity"] for r in rs])
+        bpc = _mean_sd([evals[r]["test"]["bits_per_char"] for r in rs])
+        rows.append(
+            [
+                LM_NAMES.get(f, f),
+                str(len(rs)),
+                f"{ppl[0]:.2f} ± {ppl[1]:.2f}",
+                f"{bpc[0]:.4f} ± {bpc[1]:.4f}",
+            ]
+        )
+    for unit in sorted({evals[r]["unit"] for r in runs}):
+        e = next(evals[r] for r in runs if evals[r]["unit"] == unit)
+        for name in ("uniform", "unigram"):
+            b = e["test"]["baselines"][name]
+            rows.append(
+                [
+                    f"{name} baseline ({unit}, V={e['vocab']:,})",
+                    "-",
+                    f"{b['perplexity']:.2f}",
+                    f"{b['bits_per_char']:.4f}",
+                ]
+            )
+    sec.tables.append(
+        (
+            "By model family (mean ± sample sd over seeds) and baselines",
+            (["model", "seeds", "test ppl", "test bits/char"], rows),
+        )
+    )
+    if "lstm" in fam and "kn" in fam:
+        kn = _mean_sd([evals[r]["test"]["bits_per_char"] for r in fam["kn"]])[0]
+        margins = [kn - evals[r]["test"]["bits_per_char"] for r in fam["lstm"]]
+        m, sd = _mean_sd(margins)
+        order = next(
+            (train[r].get("order") for r in fam["kn"] if "order" in train.get(r, {})),
+            "?",
+        )
+        verdict = (
+            "beats"
+            if min(margins) > 0
+            else (
+                "does not beat" if max(margins) <= 0 else "does not consistently beat"
+            )
+        )
+        sec.intro += (
+            f"\n\nOn this split the LSTM {verdict} the Kneser-Ney {order}-gram in bits "
+            f"per character: margin {m:.4f} ± {sd:.4f} bits/char over "
+            f"{len(margins)} seeds ({100 * m / kn:.1f}% of KN's {kn:.4f}; per seed: "
+            + ", ".join(f"{x:.4f}" for x in margins)
+            + ")."
+        )
+    flows = {
+        r: details[r]["gradient_flow"]
+        for r in runs
+        if details.get(r, {}).get("gradient_flow")
+    }
+    if flows:
+        fig, ax = plt.subplots(figsize=(6.5, 4.0))
+        for r, rows_ in flows.items():
+            ax.semilogy(
+                [p["distance"] for p in rows_],
+                [p["relative"] for p in rows_],
+                label=f"{r} ({LM_NAMES.get(evals[r]['family'], '')})",
+            )
+        ax.set_xlabel("distance T - t")
+        ax.set_ylabel("||dL_T/dh_t|| / ||dL_T/dh_T||")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+        png = _png(fig)
+        first = {evals[r]["family"]: r for r in reversed(list(flows))}
+        note = ""
+        if "elman" in first and "lstm" in first:
+            el, ls = flows[first["elman"]][-1], flows[first["lstm"]][-1]
+            faster = el["relative"] < ls["relative"]
+            note = (
+                f" At distance {el['distance']} the Elman RNN keeps "
+                f"{el['relative']:.2e} "
+                f"of its distance-0 gradient norm, the LSTM {ls['relative']:.2e}: "
+                + (
+                    "the Elman gradient vanishes faster."
+                    if faster
+                    else "the Elman gradient does NOT vanish faster here."
+                )
+            )
+        sec.figures.append(
+            (
+                "Gradient flow on the trained models: the norm of dL_T/dh_t "
+                "(top layer, "
+                "batch mean over test sequences, relative to distance 0) against the "
+                "distance T - t." + note,
+                png,
+            )
+        )
+    if curves:
+        fig, ax = plt.subplots(figsize=(6.5, 4.0))
+        for r, rows_ in curves.items():
+            if rows_:
+                ax.plot(
+                    [float(p["epoch"]) for p in rows_],
+                    [float(p["valid_perplexity"]) for p in rows_],
+                    marker=".",
+                    label=r,
+                )
+        ax.set_xlabel("epoch")
+        ax.set_ylabel("valid perplexity")
+        ax.set_yscale("log")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+        png = _png(fig)
+        sec.figures.append(("Validation perplexity during training", png))
+    rows = []
+    seen = set()
+    for r in runs:
+        f = evals[r]["family"]
+        if f in seen:
+            continue
+        seen.add(f)
+        for s in details.get(r, {}).get("samples", []):
+            rows.append([r, s["prompt"], s["continuation"].replace("\n", " ⏎ ")])
+    if rows:
+        sec.tables.append(
+            (
+                "Sampled continuations (temperature from evaluate_lm; ⏎ is </s>)",
+                (["run", "prompt", "continuation"], rows),
+            )
+        )
+    if bench:
+        rows = []
+        for b in bench.get("rows", []):
+            speed = b.get("build_tokens_per_second") or b.get("train_tokens_per_second")
+            rows.append(
+                [
+                    b["model"],
+                    f"{b.get('train_tokens', 0):,}",
+                    _num(b.get("build_seconds") or b.get("train_seconds"), 1),
+                    f"{speed:,}",
+                    f"{b['eval_tokens_per_second']:,}",
+                    f"{b.get('peak_rss_mb', 0):,}",
+                ]
+            )
+        sec.tables.append(
+            (
+                f"Benchmark: `{bench['command']}` ({bench['machine']['cpus']} CPUs)",
+                (
+                    [
+                        "model",
+                        "train tokens",
+                        "build/train s",
+                        "build/train tokens/s",
+                        "eval tokens/s",
+                        "peak RSS MB",
+                    ],
+                    rows,
+                ),
+            )
+        )
+    return sec

@@ -131,7 +131,9 @@ def build_vocabulary(
         from tokenizers import Tokenizer
 
         if tokenizer is None or not tokenizer.exists():
-            raise DataError(f"{tokenizer}: BPE tokenizer not found (run the tokenizer stage)")
+            raise DataError(
+                f"{tokenizer}: BPE tokenizer not found (run the tokenizer stage)"
+            )
         tok = Tokenizer.from_file(str(tokenizer))
         n = tok.get_vocab_size()
         counts_arr = np.zeros(n, dtype=np.int64)
@@ -191,7 +193,9 @@ def batchify(stream: torch.Tensor, batch: int) -> tuple[torch.Tensor, torch.Tens
     the tail that does not fill a row is dropped."""
     n = (len(stream) - 1) // batch
     if n < 1:
-        raise DataError(f"stream of {len(stream)} tokens is too short for batch {batch}")
+        raise DataError(
+            f"stream of {len(stream)} tokens is too short for batch {batch}"
+        )
     x = stream[: n * batch].view(batch, n)
     y = stream[1 : n * batch + 1].view(batch, n)
     return x, y

@@ -250,9 +250,7 @@ def save(lm: KneserNey, folder) -> None:
         lm.grams[k - 1].to_parquet(folder / f"grams{k}.parquet", index=False)
         lm.contexts[k - 1].to_parquet(folder / f"contexts{k}.parquet", index=False)
     (folder / "meta.json").write_text(
-        json.dumps(
-            {"order": lm.order, "vocab": lm.vocab, "discounts": lm.discounts}
-        )
+        json.dumps({"order": lm.order, "vocab": lm.vocab, "discounts": lm.discounts})
         + "\n",
         encoding="utf-8",
     )

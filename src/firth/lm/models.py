@@ -21,7 +21,9 @@ from firth.lm.softmax import AdaptiveSoftmax
 
 
 class LanguageModel(nn.Module):
-    def __init__(self, vocab: int, emb_dim: int, cutoffs: list[int], tie: bool, dropout: float):
+    def __init__(
+        self, vocab: int, emb_dim: int, cutoffs: list[int], tie: bool, dropout: float
+    ):
         super().__init__()
         self.vocab, self.emb_dim = vocab, emb_dim
         self.embedding = nn.Embedding(vocab, emb_dim)
@@ -54,21 +56,35 @@ class LanguageModel(nn.Module):
             rows = keep.nonzero().squeeze(1)
             lp = lp.index_put(
                 (rows,),
-                self.softmax.log_prob_of(feats.reshape(-1, self.emb_dim)[rows], flat_y[rows]),
+                self.softmax.log_prob_of(
+                    feats.reshape(-1, self.emb_dim)[rows], flat_y[rows]
+                ),
             )
         return lp.view(y.shape), state
 
 
 class FFNN(LanguageModel):
-    def __init__(self, vocab, emb_dim, cutoffs, tie, dropout, *, context: int, hidden: int,
-                 eos: int):
+    def __init__(
+        self,
+        vocab,
+        emb_dim,
+        cutoffs,
+        tie,
+        dropout,
+        *,
+        context: int,
+        hidden: int,
+        eos: int,
+    ):
         super().__init__(vocab, emb_dim, cutoffs, tie, dropout)
         self.context, self.eos = context, eos  # a fresh stream's history is all </s>
         self.hidden = nn.Linear(context * emb_dim, hidden)
         self.out = nn.Linear(hidden, emb_dim)
 
     def init_state(self, batch, device):
-        return torch.full((batch, self.context - 1), self.eos, dtype=torch.long, device=device)
+        return torch.full(
+            (batch, self.context - 1), self.eos, dtype=torch.long, device=device
+        )
 
     def forward(self, x, state):
         n = self.context
@@ -80,25 +96,50 @@ class FFNN(LanguageModel):
 
 
 class RNN(LanguageModel):
-    def __init__(self, vocab, emb_dim, cutoffs, tie, dropout, *, cell: str, hidden: int,
-                 layers: int, forget_bias: float = 0.0):
+    def __init__(
+        self,
+        vocab,
+        emb_dim,
+        cutoffs,
+        tie,
+        dropout,
+        *,
+        cell: str,
+        hidden: int,
+        layers: int,
+        forget_bias: float = 0.0,
+    ):
         super().__init__(vocab, emb_dim, cutoffs, tie, dropout)
         cls = {"elman": nn.RNN, "lstm": nn.LSTM, "gru": nn.GRU}[cell]
         kw = {"nonlinearity": "tanh"} if cell == "elman" else {}
         self.cell, self.hidden, self.layers = cell, hidden, layers
-        self.rnn = cls(emb_dim, hidden, layers, batch_first=True,
-                       dropout=dropout if layers > 1 else 0.0, **kw)
+        self.rnn = cls(
+            emb_dim,
+            hidden,
+            layers,
+            batch_first=True,
+            dropout=dropout if layers > 1 else 0.0,
+            **kw,
+        )
         if cell == "lstm" and forget_bias:
             with torch.no_grad():
                 for name, p in self.rnn.named_parameters():
                     if name.startswith("bias_ih"):
-                        p[hidden : 2 * hidden].fill_(forget_bias)  # gate order i, f, g, o
+                        p[hidden : 2 * hidden].fill_(
+                            forget_bias
+                        )  # gate order i, f, g, o
                     elif name.startswith("bias_hh"):
                         p[hidden : 2 * hidden].zero_()
         self.out = nn.Linear(hidden, emb_dim) if hidden != emb_dim else nn.Identity()
 
     def init_state(self, batch, device):
-        z = torch.zeros(self.layers, batch, self.hidden, device=device)
+        z = torch.zeros(
+            self.layers,
+            batch,
+            self.hidden,
+            device=device,
+            dtype=self.embedding.weight.dtype,
+        )
         return (z, z.clone()) if self.cell == "lstm" else z
 
     def forward(self, x, state):
@@ -113,15 +154,33 @@ class RNN(LanguageModel):
 
 
 class Transformer(LanguageModel):
-    def __init__(self, vocab, emb_dim, cutoffs, tie, dropout, *, layers: int, heads: int,
-                 ff: int, memory: int, max_segment: int):
+    def __init__(
+        self,
+        vocab,
+        emb_dim,
+        cutoffs,
+        tie,
+        dropout,
+        *,
+        layers: int,
+        heads: int,
+        ff: int,
+        memory: int,
+        max_segment: int,
+    ):
         super().__init__(vocab, emb_dim, cutoffs, tie, dropout)
         self.memory = memory
         self.max_len = memory + max_segment
         self.position = nn.Embedding(self.max_len, emb_dim)
         nn.init.normal_(self.position.weight, std=0.02)
         layer = nn.TransformerEncoderLayer(
-            emb_dim, heads, ff, dropout, activation="gelu", batch_first=True, norm_first=True
+            emb_dim,
+            heads,
+            ff,
+            dropout,
+            activation="gelu",
+            batch_first=True,
+            norm_first=True,
         )
         self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
         self.norm = nn.LayerNorm(emb_dim)
@@ -134,7 +193,10 @@ class Transformer(LanguageModel):
         seq = torch.cat([state, x], dim=1)
         L = seq.shape[1]
         if L > self.max_len:
-            raise ValueError(f"segment of {T} tokens is longer than the model's {self.max_len - self.memory}")
+            raise ValueError(
+                f"segment of {T} tokens is longer than the model's "
+                f"{self.max_len - self.memory}"
+            )
         pos = torch.arange(L, device=x.device)
         h = self.drop(self.embedding(seq) * self.emb_dim**0.5 + self.position(pos))
         mask = nn.Transformer.generate_square_subsequent_mask(L, device=x.device)
@@ -154,10 +216,21 @@ def build_model(family: str, vocab: int, cfg, *, eos: int) -> LanguageModel:
         return FFNN(*args, context=cfg.ffnn.context, hidden=cfg.ffnn.hidden, eos=eos)
     if family in ("elman", "lstm", "gru"):
         r = getattr(cfg, family)
-        return RNN(*args, cell=family, hidden=r.hidden, layers=r.layers,
-                   forget_bias=r.forget_bias)
+        return RNN(
+            *args,
+            cell=family,
+            hidden=r.hidden,
+            layers=r.layers,
+            forget_bias=r.forget_bias,
+        )
     if family == "transformer":
         t = cfg.transformer
-        return Transformer(*args, layers=t.layers, heads=t.heads, ff=t.ff,
-                           memory=t.memory, max_segment=c.bptt)
+        return Transformer(
+            *args,
+            layers=t.layers,
+            heads=t.heads,
+            ff=t.ff,
+            memory=t.memory,
+            max_segment=c.bptt,
+        )
     raise ValueError(f"no neural model for family {family!r}")

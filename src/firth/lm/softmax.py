@@ -38,7 +38,8 @@ class AdaptiveSoftmax(nn.Module):
         if tied is not None:
             if tuple(tied.shape) != (vocab, dim):
                 raise ValueError(
-                    f"tied weight has shape {tuple(tied.shape)}, expected {(vocab, dim)}"
+                    f"tied weight has shape {tuple(tied.shape)}, "
+                    f"expected {(vocab, dim)}"
                 )
             self.weight = tied
         else:

@@ -111,7 +111,9 @@ def train(
     total = max(1, math.ceil(cfg.epochs * steps_per_epoch))
     warmup = int(cfg.warmup * total)
     eval_every = max(1, steps_per_epoch // cfg.evals_per_epoch)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    opt = torch.optim.AdamW(
+        model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay
+    )
     step, bad, history = 0, 0, []
     best_loss, best_state = math.inf, None
     state = model.init_state(cfg.batch, device)
@@ -123,12 +125,17 @@ def train(
         step, bad, history = saved["step"], saved["bad"], saved["history"]
         best_loss, best_state = saved["best_loss"], saved["best_state"]
         state = saved["state"]
-        state = tuple(s.to(device) for s in state) if isinstance(state, tuple) else state.to(device)
+        state = (
+            tuple(s.to(device) for s in state)
+            if isinstance(state, tuple)
+            else state.to(device)
+        )
         train_seconds = saved["train_seconds"]
         _set_rng_state(saved["rng"], device)
         log.info("resumed at step %d of %d", step, total)
     log.info(
-        "%d parameters; %d streams x %d tokens, %d steps/epoch, %d steps, eval every %d",
+        "%d parameters; %d streams x %d tokens, %d steps/epoch, %d steps, "
+        "eval every %d",
         sum(p.numel() for p in model.parameters()),
         cfg.batch,
         x.shape[1],
@@ -137,7 +144,14 @@ def train(
         eval_every,
     )
     evals = 0
-    bar = tqdm(total=total, initial=step, desc="train", unit="step", disable=None, mininterval=5)
+    bar = tqdm(
+        total=total,
+        initial=step,
+        desc="train",
+        unit="step",
+        disable=None,
+        mininterval=5,
+    )
     model.train()
     while step < total:
         pos = (step % steps_per_epoch) * cfg.bptt
@@ -163,7 +177,9 @@ def train(
         step += 1
         bar.update(1)
         if step % eval_every == 0 or step == total:
-            v_nll, v_tok = score(model, valid_stream, batch=cfg.eval_batch, bptt=cfg.bptt, device=device)
+            v_nll, v_tok = score(
+                model, valid_stream, batch=cfg.eval_batch, bptt=cfg.bptt, device=device
+            )
             v_loss = v_nll / v_tok
             row = {
                 "step": step,
@@ -178,12 +194,19 @@ def train(
             train_nll, train_tokens = 0.0, 0
             if v_loss < best_loss:
                 best_loss, bad = v_loss, 0
-                best_state = {k: v.detach().to("cpu").clone() for k, v in model.state_dict().items()}
+                best_state = {
+                    k: v.detach().to("cpu").clone()
+                    for k, v in model.state_dict().items()
+                }
             else:
                 bad += 1
             log.info(
                 "step %d (epoch %.2f): train %.4f, valid %.4f (ppl %.2f)%s",
-                step, row["epoch"], row["train_loss"], v_loss, row["valid_perplexity"],
+                step,
+                row["epoch"],
+                row["train_loss"],
+                v_loss,
+                row["valid_perplexity"],
                 "" if bad else " best",
             )
             stop = bool(cfg.patience and bad >= cfg.patience)
@@ -251,7 +274,11 @@ def sample(
     out: list[int] = []
     while len(out) < max_tokens:
         logp = model.softmax.log_prob(feats[:, -1]) / temperature
-        nxt = int(torch.multinomial(torch.softmax(logp.double(), -1).cpu(), 1, generator=generator))
+        nxt = int(
+            torch.multinomial(
+                torch.softmax(logp.double(), -1).cpu(), 1, generator=generator
+            )
+        )
         if nxt == eos:
             break
         out.append(nxt)

@@ -1,0 +1,147 @@
+"""The language-model stages end to end on a real corpus excerpt (gensim's Lee
+background corpus, split 240/30/30 lines) with the tiny profile's settings."""
+
+import functools
+import json
+import math
+
+import pytest
+import torch
+import yaml
+from conftest import ROOT
+from gensim.test.utils import datapath
+
+from firth.bpe import train_bpe
+from firth.lm import train as lm_train
+from stages import evaluate_lm, report, train_lm
+
+RUNS = ["kn3", "ffnn", "elman", "lstm", "lstm-seed14", "gru", "transformer"]
+
+
+def _project(root, unit="word"):
+    params = yaml.safe_load((ROOT / "profiles" / "tiny.yaml").read_text())
+    params["lm"]["common"]["unit"] = unit
+    (root / "params.yaml").write_text(yaml.safe_dump(params))
+    text = root / "data" / "subsampled" / "text"
+    text.mkdir(parents=True)
+    lines = [
+        x.strip()
+        for x in open(datapath("lee_background.cor"), encoding="utf-8")
+        .read()
+        .lower()
+        .splitlines()
+        if x.strip()
+    ]
+    for name, part in (
+        ("train", lines[:240]),
+        ("valid", lines[240:270]),
+        ("test", lines[270:]),
+    ):
+        (text / f"{name}.txt").write_text("\n".join(part) + "\n")
+    tok_dir = root / "data" / "tokenizers" / "text"
+    tok_dir.mkdir(parents=True)
+    train_bpe(lines[:240], model="byte-level", vocab_size=400, min_frequency=2).save(
+        str(tok_dir / "tokenizer.json")
+    )
+    return lines
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    root = tmp_path_factory.mktemp("lm")
+    _project(root)
+    for r in RUNS:
+        train_lm.main(["--root", str(root), r])
+        evaluate_lm.main(["--root", str(root), r])
+    report.main(["--root", str(root)])
+    return root
+
+
+def _eval(root, run):
+    return json.loads((root / "reports" / "lm" / run / "eval.json").read_text())
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_scores_and_baselines(project, run):
+    e = _eval(project, run)
+    lines = (project / "data/subsampled/text/test.txt").read_text().splitlines()
+    t = e["test"]
+    assert t["tokens"] == sum(len(x.split()) for x in lines) + len(lines)
+    assert t["characters"] == sum(len(x) + 1 for x in lines)
+    assert t["bits_per_char"] == pytest.approx(
+        t["nll_bits"] / t["characters"], rel=1e-12
+    )
+    assert t["perplexity"] == pytest.approx(
+        2 ** (t["nll_bits"] / t["tokens"]), rel=1e-9
+    )
+    # the uniform baseline: perplexity exactly V
+    assert t["baselines"]["uniform"]["perplexity"] == pytest.approx(
+        e["vocab"], rel=1e-12
+    )
+    assert t["perplexity"] < t["baselines"]["uniform"]["perplexity"]
+    assert 0 < t["oov_rate"] < 0.5
+    detail = json.loads((project / "reports/lm" / run / "eval_detail.json").read_text())
+    assert detail["samples"] and all(s["prompt"] for s in detail["samples"])
+    assert bool(detail["gradient_flow"]) == (
+        run in ("elman", "lstm", "lstm-seed14", "gru")
+    )
+
+
+def test_word_models_share_the_vocabulary(project):
+    vocabs = {
+        json.dumps(
+            json.loads((project / "data/lm" / r / "vocab.json").read_text())["tokens"]
+        )
+        for r in RUNS
+    }
+    assert len(vocabs) == 1
+
+
+def test_report_has_the_language_model_section(project):
+    md = (project / "reports" / "index.md").read_text()
+    assert "## Language models" in md
+    assert "bits per character" in md and "Gradient flow" in md
+    assert "the Kneser-Ney 3-gram in bits per character: margin" in md
+    assert "over 2 seeds" in md
+
+
+def test_unknown_run_is_a_clear_error(project, capsys):
+    with pytest.raises(SystemExit) as exc:
+        train_lm.main(["--root", str(project), "nope"])
+    assert exc.value.code == 2
+    assert "lm.runs has no run 'nope'" in capsys.readouterr().err
+
+
+def test_killed_stage_resumes_to_the_same_model(tmp_path, monkeypatch):
+    _project(tmp_path)
+    train_lm.main(["--root", str(tmp_path), "lstm"])
+    whole = torch.load(tmp_path / "data/lm/lstm/model.pt", weights_only=True)
+    ckpt = tmp_path / "data/checkpoints/lm/lstm.pt"
+    assert not ckpt.exists()  # cleared after a finished run
+    monkeypatch.setattr(
+        train_lm, "train", functools.partial(lm_train.train, stop_after=1)
+    )
+    with pytest.raises(KeyboardInterrupt):
+        train_lm.main(["--root", str(tmp_path), "lstm"])
+    assert ckpt.exists()
+    monkeypatch.undo()
+    train_lm.main(["--root", str(tmp_path), "lstm"])
+    resumed = torch.load(tmp_path / "data/lm/lstm/model.pt", weights_only=True)
+    for k, w in whole.items():
+        assert torch.equal(resumed[k], w), k
+
+
+def test_bpe_unit_scores_every_character(tmp_path):
+    lines = _project(tmp_path, unit="bpe")
+    for r in ("kn3", "lstm"):
+        train_lm.main(["--root", str(tmp_path), r])
+        evaluate_lm.main(["--root", str(tmp_path), r])
+    kn, lstm = _eval(tmp_path, "kn3"), _eval(tmp_path, "lstm")
+    assert kn["unit"] == lstm["unit"] == "bpe"
+    assert (
+        kn["test"]["tokens"]
+        == lstm["test"]["tokens"]
+        > sum(len(x.split()) for x in lines[270:])
+    )
+    assert kn["test"]["oov_rate"] == 0
+    assert math.isfinite(lstm["test"]["bits_per_char"])
