@@ -176,7 +176,10 @@ def train(
         train_tokens += yb.numel()
         step += 1
         bar.update(1)
-        if step % eval_every == 0 or step == total:
+        # validate every eval_every steps, and at the end unless the last
+        # validation was under a quarter interval ago (then its weights stand)
+        last = history[-1]["step"] if history else 0
+        if step % eval_every == 0 or (step == total and step - last > eval_every // 4):
             v_nll, v_tok = score(
                 model, valid_stream, batch=cfg.eval_batch, bptt=cfg.bptt, device=device
             )
@@ -201,9 +204,12 @@ def train(
             else:
                 bad += 1
             log.info(
-                "step %d (epoch %.2f): train %.4f, valid %.4f (ppl %.2f)%s",
+                "step %d/%d (epoch %.2f, %.0f tokens/s): train %.4f, valid %.4f "
+                "(ppl %.2f)%s",
                 step,
+                total,
                 row["epoch"],
+                step * cfg.batch * cfg.bptt / max(train_seconds, 1e-9),
                 row["train_loss"],
                 v_loss,
                 row["valid_perplexity"],
