@@ -291,6 +291,14 @@ class EvaluateLm(Section):
     flow_sequences: int = Field(ge=1)
 
 
+def _domain_sections() -> dict[str, type[BaseModel]]:
+    """Sections whose schema lives with its domain (a change there reruns only the
+    stages of that domain)."""
+    from firth.nmt.config import EvaluateNmt, Nmt
+
+    return {"nmt": Nmt, "evaluate_nmt": EvaluateNmt}
+
+
 SECTIONS: dict[str, type[BaseModel]] = {
     "prepare_text": PrepareText,
     "prepare_parallel": PrepareParallel,
@@ -302,6 +310,7 @@ SECTIONS: dict[str, type[BaseModel]] = {
     "evaluate_embeddings": EvaluateEmbeddings,
     "lm": Lm,
     "evaluate_lm": EvaluateLm,
+    **_domain_sections(),
 }
 
 M = TypeVar("M", bound=BaseModel)

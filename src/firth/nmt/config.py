@@ -1,0 +1,99 @@
+"""The ``nmt`` and ``evaluate_nmt`` params sections (registered in firth.config).
+
+Kept apart from firth.config so that a change to the translation settings' schema
+reruns only the translation stages."""
+
+from __future__ import annotations
+
+from typing import Literal, Self
+
+from pydantic import Field, model_validator
+
+from firth.config import Section
+
+MODELS = (
+    "none",
+    "context",
+    "bahdanau",
+    "luong-general",
+    "luong-dot",
+    "transformer",
+    "target-lm",
+)
+
+
+class NmtCommon(Section):
+    cell: Literal["gru", "lstm"]
+    emb_dim: int = Field(ge=1)
+    hidden: int = Field(ge=2)
+    layers: int = Field(ge=1)
+    dropout: float = Field(ge=0, lt=1)
+    label_smoothing: float = Field(ge=0, lt=1)
+    batch_tokens: int = Field(ge=1)
+    epochs: float = Field(gt=0)
+    max_minutes: float = Field(ge=0)
+    lr: float = Field(gt=0)
+    warmup: float = Field(ge=0, lt=1)
+    weight_decay: float = Field(ge=0)
+    clip: float = Field(ge=0)
+    evals_per_epoch: int = Field(ge=1)
+    patience: int = Field(ge=0)
+    valid_bleu_sentences: int = Field(ge=0)
+    max_len_a: float = Field(ge=0)
+    max_len_b: int = Field(ge=1)
+    eval_batch: int = Field(ge=1)
+    threads: int = Field(ge=0)
+    device: Literal["auto", "cpu", "cuda"]
+
+    @model_validator(mode="after")
+    def _even(self) -> Self:
+        if self.hidden % 2:
+            raise ValueError("hidden must be even (two encoder directions of hidden/2)")
+        return self
+
+
+class NmtTransformer(Section):
+    layers: int = Field(ge=1)
+    heads: int = Field(ge=1)
+    ff: int = Field(ge=1)
+
+
+class NmtRun(Section):
+    model: Literal[
+        "none",
+        "context",
+        "bahdanau",
+        "luong-general",
+        "luong-dot",
+        "transformer",
+        "target-lm",
+    ]
+    seed: int
+
+
+class Nmt(Section):
+    common: NmtCommon
+    transformer: NmtTransformer
+    runs: dict[str, NmtRun]
+
+    @model_validator(mode="after")
+    def _heads(self) -> Self:
+        if self.common.emb_dim % self.transformer.heads:
+            raise ValueError("common.emb_dim must be divisible by transformer.heads")
+        return self
+
+
+class EvaluateNmt(Section):
+    beam: int = Field(ge=1)
+    alpha: float = Field(ge=0)
+    penalty: Literal["length", "gnmt"]
+    buckets: list[int]
+    heatmaps: list[str]
+    examples: int = Field(ge=0)
+
+    @model_validator(mode="after")
+    def _buckets(self) -> Self:
+        b = self.buckets
+        if not b or any(y <= x for x, y in zip(b, b[1:], strict=False)) or b[0] < 1:
+            raise ValueError("buckets must be positive, strictly increasing edges")
+        return self
