@@ -30,8 +30,6 @@ class NmtCommon(Section):
     dropout: float = Field(ge=0, lt=1)
     label_smoothing: float = Field(ge=0, lt=1)
     batch_tokens: int = Field(ge=1)
-    epochs: float = Field(gt=0)
-    max_minutes: float = Field(ge=0)
     lr: float = Field(gt=0)
     warmup: float = Field(ge=0, lt=1)
     weight_decay: float = Field(ge=0)
@@ -69,6 +67,7 @@ class NmtRun(Section):
         "target-lm",
     ]
     seed: int
+    epochs: float = Field(gt=0)
 
 
 class Nmt(Section):

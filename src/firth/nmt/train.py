@@ -1,0 +1,277 @@
+"""Training of the translation models: teacher forcing, cross-entropy with optional
+label smoothing, AdamW with a linear warm-up then cosine decay (firth.lm.train.lr_at),
+gradient-norm clipping, and ``evals_per_epoch`` validations per epoch.
+
+Batches hold about ``batch_tokens`` padded target tokens of similar length; each
+epoch draws its own grouping and order from (seed, epoch). Each validation
+scores the valid loss (plain NLL per target token, no smoothing) and, on a fixed
+subset of valid sentences, greedy BLEU (the curve against training minutes), and
+saves a checkpoint of the whole training state, so a killed run resumes where it
+stopped and ends with the same weights. The weights with the best valid loss are
+kept; ``patience`` validations without a new best stop the run (0 = never).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+
+import sacrebleu
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from firth.checkpoint import Checkpoint
+from firth.lm.train import _rng_state, _set_rng_state, lr_at
+from firth.nmt.data import PAD, decode, make_batch, max_lengths, token_batches
+from firth.nmt.decode import greedy
+
+log = logging.getLogger(__name__)
+
+
+def loss_sum(model, batch, smoothing: float = 0.0) -> torch.Tensor:
+    """Summed cross-entropy over the batch's target tokens (padding ignored)."""
+    logits, _ = model(batch.src, batch.src_mask, batch.tgt_in)
+    return F.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]),
+        batch.tgt_out.reshape(-1),
+        ignore_index=PAD,
+        label_smoothing=smoothing,
+        reduction="sum",
+    )
+
+
+@torch.no_grad()
+def nll(model, src, tgt, *, batch_tokens: int, device) -> tuple[float, int]:
+    """Total NLL in nats of every target token (with </s>) and their number."""
+    was = model.training
+    model.eval()
+    total, n = 0.0, 0
+    for idx in token_batches(src, tgt, batch_tokens):
+        b = make_batch(idx, src, tgt).to(device)
+        total += float(loss_sum(model, b).double())
+        n += b.tokens
+    model.train(was)
+    return total, n
+
+
+@torch.no_grad()
+def translate(model, tok, src, *, batch: int, a: float, b: int, device) -> list[str]:
+    """Greedy translations of encoded sources, in input order."""
+    from firth.nmt.data import sentence_batches
+
+    was = model.training
+    model.eval()
+    out: list[str] = [""] * len(src)
+    for idx in sentence_batches(src, batch):
+        bt = make_batch(idx, src, None).to(device)
+        res = greedy(model, bt.src, bt.src_mask, max_lengths(bt.src_mask.sum(1), a, b))
+        for i, ids in zip(idx, res.tokens, strict=True):
+            out[i] = decode(tok, ids)
+    model.train(was)
+    return out
+
+
+@dataclass
+class TrainResult:
+    best_state: dict
+    history: list[dict] = field(default_factory=list)
+    stats: dict = field(default_factory=dict)
+
+
+def train(
+    model,
+    tok,
+    train_src,
+    train_tgt,
+    valid_src,
+    valid_tgt,
+    valid_refs: list[str],
+    cfg,
+    *,
+    seed: int,
+    device: torch.device,
+    epochs: float,
+    checkpoint: Checkpoint | None = None,
+    stop_after: int | None = None,
+) -> TrainResult:
+    """Train ``model`` for ``epochs`` with the ``nmt.common`` settings ``cfg``.
+    ``stop_after``
+    (tests) stops after that many validations, as a kill would."""
+    torch.manual_seed(seed)
+    model.to(device)
+
+    def epoch_batches(epoch: int) -> list[list[int]]:
+        gen = torch.Generator().manual_seed(seed * 100_003 + epoch)
+        return token_batches(train_src, train_tgt, cfg.batch_tokens, generator=gen)
+
+    per_epoch = len(epoch_batches(0))
+    total = max(1, math.ceil(epochs * per_epoch))
+    warmup = int(cfg.warmup * total)
+    eval_every = max(1, per_epoch // cfg.evals_per_epoch)
+    n_bleu = min(cfg.valid_bleu_sentences, len(valid_src))
+    bleu_idx = [round(i * len(valid_src) / n_bleu) for i in range(n_bleu)]
+    opt = torch.optim.AdamW(
+        model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay
+    )
+    step, epoch, pos, bad, history = 0, 0, 0, 0, []
+    best_loss, best_state = math.inf, None
+    train_loss, train_tokens, train_seconds, seen_tokens = 0.0, 0, 0.0, 0
+    saved = checkpoint.load() if checkpoint else None
+    if saved:
+        model.load_state_dict(saved["model"])
+        opt.load_state_dict(saved["optimizer"])
+        step, epoch, pos = saved["step"], saved["epoch"], saved["pos"]
+        bad, history = saved["bad"], saved["history"]
+        best_loss, best_state = saved["best_loss"], saved["best_state"]
+        train_seconds, seen_tokens = saved["train_seconds"], saved["seen_tokens"]
+        _set_rng_state(saved["rng"], device)
+        log.info("resumed at step %d of %d", step, total)
+    log.info(
+        "%d parameters; %d pairs in %d batches of <= %d tokens; %d steps, "
+        "eval every %d",
+        sum(p.numel() for p in model.parameters()),
+        len(train_src),
+        per_epoch,
+        cfg.batch_tokens,
+        total,
+        eval_every,
+    )
+    batches = epoch_batches(epoch)
+    bar = tqdm(
+        total=total,
+        initial=step,
+        desc="train",
+        unit="step",
+        disable=None,
+        mininterval=5,
+    )
+    model.train()
+    evals = 0
+    while step < total:
+        if pos >= len(batches):
+            epoch, pos = epoch + 1, 0
+            batches = epoch_batches(epoch)
+        batch = make_batch(batches[pos], train_src, train_tgt).to(device)
+        pos += 1
+        for g in opt.param_groups:
+            g["lr"] = lr_at(step, total, warmup, cfg.lr)
+        t0 = time.perf_counter()
+        loss = loss_sum(model, batch, cfg.label_smoothing)
+        opt.zero_grad(set_to_none=True)
+        (loss / batch.tokens).backward()
+        if cfg.clip:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
+        opt.step()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        train_seconds += time.perf_counter() - t0
+        train_loss += loss.item()
+        train_tokens += batch.tokens
+        seen_tokens += batch.tokens
+        step += 1
+        bar.update(1)
+        last = history[-1]["step"] if history else 0
+        if step % eval_every == 0 or (step == total and step - last > eval_every // 4):
+            v_nll, v_tok = nll(
+                model,
+                valid_src,
+                valid_tgt,
+                batch_tokens=cfg.batch_tokens,
+                device=device,
+            )
+            v_loss = v_nll / v_tok
+            bleu = None
+            if n_bleu:
+                hyps = translate(
+                    model,
+                    tok,
+                    [valid_src[i] for i in bleu_idx],
+                    batch=cfg.eval_batch,
+                    a=cfg.max_len_a,
+                    b=cfg.max_len_b,
+                    device=device,
+                )
+                bleu = sacrebleu.corpus_bleu(
+                    hyps, [[valid_refs[i] for i in bleu_idx]]
+                ).score
+            row = {
+                "step": step,
+                "epoch": round(step / per_epoch, 4),
+                "lr": lr_at(step - 1, total, warmup, cfg.lr),
+                "train_loss": train_loss / max(1, train_tokens),
+                "valid_loss": v_loss,
+                "valid_perplexity": math.exp(v_loss),
+                "valid_bleu": bleu,
+                "train_seconds": round(train_seconds, 2),
+                "train_minutes": round(train_seconds / 60, 3),
+            }
+            history.append(row)
+            train_loss, train_tokens = 0.0, 0
+            if v_loss < best_loss:
+                best_loss, bad = v_loss, 0
+                best_state = {
+                    k: v.detach().to("cpu").clone()
+                    for k, v in model.state_dict().items()
+                }
+            else:
+                bad += 1
+            log.info(
+                "step %d/%d (epoch %.2f, %.0f target tokens/s): train %.4f, "
+                "valid %.4f (ppl %.2f)%s%s",
+                step,
+                total,
+                row["epoch"],
+                seen_tokens / max(train_seconds, 1e-9),
+                row["train_loss"],
+                v_loss,
+                row["valid_perplexity"],
+                f", valid BLEU {bleu:.2f}" if bleu is not None else "",
+                "" if bad else " best",
+            )
+            stop = bool(cfg.patience and bad >= cfg.patience)
+            if checkpoint:
+                checkpoint.save(
+                    {
+                        "model": model.state_dict(),
+                        "optimizer": opt.state_dict(),
+                        "step": total if stop else step,
+                        "epoch": epoch,
+                        "pos": pos,
+                        "bad": bad,
+                        "history": history,
+                        "best_loss": best_loss,
+                        "best_state": best_state,
+                        "train_seconds": train_seconds,
+                        "seen_tokens": seen_tokens,
+                        "rng": _rng_state(device),
+                    }
+                )
+            evals += 1
+            if stop:
+                log.info("early stop: %d validations without a new best", bad)
+                break
+            if stop_after is not None and evals >= stop_after:
+                bar.close()
+                raise KeyboardInterrupt("stop_after reached (test)")
+    bar.close()
+    return TrainResult(
+        best_state=best_state,
+        history=history,
+        stats={
+            "steps": step,
+            "planned_steps": total,
+            "steps_per_epoch": per_epoch,
+            "epochs_run": round(step / per_epoch, 4),
+            "early_stopped": step < total,
+            "best_valid_loss": best_loss,
+            "best_valid_perplexity": math.exp(best_loss),
+            "train_seconds": round(train_seconds, 2),
+            "train_target_tokens": seen_tokens,
+            "train_target_tokens_per_second": round(
+                seen_tokens / max(train_seconds, 1e-9)
+            ),
+        },
+    )
