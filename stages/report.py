@@ -10,6 +10,7 @@ import subprocess
 from firth import runner
 from firth.config import load_sections
 from firth.io import atomic_path, read_json, write_text
+from firth.nmt.report import nmt_section
 from firth.report import (
     embeddings_section,
     lm_section,
@@ -94,12 +95,30 @@ def body(args) -> None:
                 _maybe(root / "benchmarks" / "results" / "lm.json"),
             )
         )
+    nmt = root / "reports" / "nmt"
+    nmt_evals = {p.parent.name: read_json(p) for p in sorted(nmt.glob("*/eval.json"))}
+    if nmt_evals:
+        curves = {}
+        for r in nmt_evals:
+            path = nmt / r / "curve.csv"
+            if path.exists():
+                with open(path, encoding="utf-8") as f:
+                    curves[r] = list(csv.DictReader(f))
+        sections.append(
+            nmt_section(
+                {r: _maybe(nmt / r / "train.json") or {} for r in nmt_evals},
+                nmt_evals,
+                {r: _maybe(nmt / r / "eval_detail.json") or {} for r in nmt_evals},
+                curves,
+                _maybe(root / "benchmarks" / "results" / "nmt.json"),
+            )
+        )
     meta = {
         "code revision": _revision(root),
         "seed": str(seed),
         "built from": "reports/data/*.json, reports/tokenizers/*.csv, "
-        "reports/embeddings/*/*.json, reports/lm/*/*, "
-        "benchmarks/results/{embeddings,lm}.json, "
+        "reports/embeddings/*/*.json, reports/lm/*/*, reports/nmt/*/*, "
+        "benchmarks/results/{embeddings,lm,nmt}.json, "
         "data/raw/*/*/SOURCE.json",
     }
     figures = {}

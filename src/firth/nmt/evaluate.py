@@ -1,0 +1,85 @@
+"""Scoring translations with sacreBLEU: corpus BLEU, chrF and chrF++ with their
+signatures, the same by source-length bucket, and the best and worst sentences.
+
+Buckets count the source's whitespace words (as Bahdanau et al. 2015 count
+sentence length), so every model is bucketed the same way whatever its
+tokenization."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from sacrebleu.metrics import BLEU, CHRF
+
+from firth.nmt.data import bucket_labels, bucket_of
+
+
+def metrics() -> dict:
+    return {"bleu": BLEU(), "chrf": CHRF(), "chrf++": CHRF(word_order=2)}
+
+
+def corpus_scores(hyps: list[str], refs: list[str]) -> tuple[dict, dict]:
+    """{metric: score} and {metric: sacreBLEU signature}."""
+    scores, sigs = {}, {}
+    for name, m in metrics().items():
+        scores[name] = round(m.corpus_score(hyps, [refs]).score, 4)
+        sigs[name] = str(m.get_signature())
+    return scores, sigs
+
+
+def bucket_scores(
+    hyps: list[str], refs: list[str], sources: list[str], edges: list[int]
+) -> list[dict]:
+    """BLEU and chrF per source-length bucket (empty buckets are listed with n 0)."""
+    groups: dict[str, list[int]] = {b: [] for b in bucket_labels(edges)}
+    for i, s in enumerate(sources):
+        groups[bucket_of(len(s.split()), edges)].append(i)
+    rows = []
+    for label, idx in groups.items():
+        row = {"bucket": label, "n": len(idx), "bleu": None, "chrf": None}
+        if idx:
+            h, r = [hyps[i] for i in idx], [refs[i] for i in idx]
+            row["bleu"] = round(BLEU().corpus_score(h, [r]).score, 4)
+            row["chrf"] = round(CHRF().corpus_score(h, [r]).score, 4)
+        rows.append(row)
+    return rows
+
+
+def best_and_worst(
+    ids: list[str], sources: list[str], hyps: list[str], refs: list[str], n: int
+) -> dict:
+    """The ``n`` test sentences with the highest and the lowest sentence chrF
+    (ties broken by id), with source, output and reference."""
+    chrf = CHRF()
+    scored = sorted(
+        (
+            (chrf.sentence_score(h, [r]).score, i)
+            for i, (h, r) in enumerate(zip(hyps, refs, strict=True))
+        ),
+        key=lambda x: (-x[0], ids[x[1]]),
+    )
+
+    def rows(part):
+        return [
+            {
+                "id": ids[i],
+                "chrf": round(s, 2),
+                "source": sources[i],
+                "output": hyps[i],
+                "reference": refs[i],
+            }
+            for s, i in part
+        ]
+
+    return {"best": rows(scored[:n]), "worst": rows(scored[::-1][:n])}
+
+
+def repeated_trigram_rate(lines: list[str]) -> float:
+    """Share of word 3-grams that repeat an earlier 3-gram of the same line."""
+    total = repeated = 0
+    for line in lines:
+        w = line.split()
+        grams = Counter(zip(w, w[1:], w[2:], strict=False))
+        total += sum(grams.values())
+        repeated += sum(c - 1 for c in grams.values())
+    return repeated / total if total else 0.0

@@ -1,0 +1,187 @@
+"""The translation stages end to end on real verse pairs (KJV -> WEB, Genesis 1-15
+for training, verses of Matthew for valid and test) with the tiny profile's settings:
+scores agree with sacreBLEU on the written translations, the copy-source baseline
+with sacreBLEU on the sources, a killed run resumes to the same weights."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+import sacrebleu
+import torch
+import yaml
+from conftest import ROOT
+
+from firth.bpe import train_bpe
+from firth.sources import bible
+from stages import evaluate_nmt, report, train_nmt
+
+RUNS = ["none", "bahdanau", "transformer", "target-lm"]
+
+
+def _verses():
+    kjv, web = bible.load_version("KJV").texts, bible.load_version("WEB").texts
+    ids = sorted(set(kjv) & set(web))
+    gen = [i for i in ids if 1001001 <= i < 1006000]
+    mat = [i for i in ids if 40005001 <= i < 40007000]
+    return kjv, web, gen, mat
+
+
+def _write(path, ids, kjv, web):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        for i in ids:
+            f.write(f"{i}\t{kjv[i]}\t{web[i]}\n")
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    root = tmp_path_factory.mktemp("nmt")
+    params = yaml.safe_load((ROOT / "profiles" / "tiny.yaml").read_text())
+    kjv, web, train, held = _verses()
+    valid, test = held[::2][:24], held[1::2][:24]
+    params["evaluate_nmt"]["heatmaps"] = [str(test[0])]
+    (root / "params.yaml").write_text(yaml.safe_dump(params))
+    par = root / "data" / "subsampled" / "parallel"
+    for name, ids in (("train", train), ("valid", valid), ("test", test)):
+        _write(par / f"{name}.tsv", ids, kjv, web)
+    tok = root / "data" / "tokenizers" / "parallel"
+    tok.mkdir(parents=True)
+    lines = [kjv[i] for i in train] + [web[i] for i in train]
+    train_bpe(lines, model="char", vocab_size=400, min_frequency=2).save(
+        str(tok / "tokenizer.json")
+    )
+    for r in RUNS:
+        train_nmt.main(["--root", str(root), r])
+        evaluate_nmt.main(["--root", str(root), r])
+    evaluate_nmt.main(["--root", str(root), "copy-source"])
+    report.main(["--root", str(root)])
+    return root
+
+
+def _json(root, *parts):
+    return json.loads(root.joinpath(*parts).read_text())
+
+
+def _translations(root, run):
+    with open(root / "data" / "nmt-eval" / run / "test.tsv", encoding="utf-8") as f:
+        return list(csv.DictReader(f, delimiter="\t"))
+
+
+def _tests(root):
+    rows = (root / "data/subsampled/parallel/test.tsv").read_text().splitlines()
+    return [r.split("\t") for r in rows]
+
+
+@pytest.mark.parametrize("run", [*RUNS, "copy-source"])
+def test_scores_match_sacrebleu_on_the_written_outputs(project, run):
+    e = _json(project, "reports", "nmt", run, "eval.json")
+    d = _json(project, "reports", "nmt", run, "eval_detail.json")
+    test = _tests(project)
+    refs = [t[2] for t in test]
+    out = _translations(project, run)
+    assert [o["id"] for o in out] == [t[0] for t in test]
+    for kind in ("greedy", "beam"):
+        hyps = [o[kind] for o in out]
+        if run == "copy-source":
+            assert hyps == [t[1] for t in test]
+        assert e[kind]["bleu"] == pytest.approx(
+            sacrebleu.corpus_bleu(hyps, [refs]).score, abs=1e-4
+        )
+        assert e[kind]["chrf"] == pytest.approx(
+            sacrebleu.corpus_chrf(hyps, [refs]).score, abs=1e-4
+        )
+        assert e[kind]["chrf++"] == pytest.approx(
+            sacrebleu.corpus_chrf(hyps, [refs], word_order=2).score, abs=1e-4
+        )
+        assert sum(b["n"] for b in d["buckets"][kind]) == len(test)
+    assert d["signatures"]["bleu"].startswith("nrefs:1|case:mixed|eff:no|tok:13a")
+    assert "nw:2" in d["signatures"]["chrf++"]
+
+
+def test_target_lm_ignores_the_source(project):
+    """One output for every verse, cut at each verse's maximum length."""
+    outs = sorted((o["greedy"] for o in _translations(project, "target-lm")), key=len)
+    assert all(outs[-1].startswith(o) for o in outs)
+
+
+def test_attention_heatmap(project):
+    d = _json(project, "reports", "nmt", "bahdanau", "eval_detail.json")
+    (h,) = d["heatmaps"]
+    assert len(h["weights"]) == len(h["output"])
+    for row in h["weights"]:
+        assert len(row) == len(h["source"])
+        assert sum(row) == pytest.approx(1.0, abs=5e-4)
+    assert _json(project, "reports", "nmt", "none", "eval_detail.json")["heatmaps"] == []
+
+
+def test_training_records_the_curve(project):
+    t = _json(project, "reports", "nmt", "bahdanau", "train.json")
+    assert t["kept_weights_valid_loss"] == pytest.approx(t["best_valid_loss"])
+    curve = (project / "reports/nmt/bahdanau/curve.csv").read_text().splitlines()
+    assert curve[0].startswith("step,epoch,lr,train_loss,valid_loss")
+    assert len(curve) >= 2
+
+
+def test_report_has_the_translation_section(project):
+    md = (project / "reports" / "index.md").read_text()
+    assert "## Translation" in md
+    assert "copy-source" in md
+
+
+def test_killed_run_resumes_to_the_same_weights(project, tmp_path):
+    """Stop after the first validation (as a kill would), rerun: the weights equal
+    those of the uninterrupted run."""
+    from firth.nmt import train as nmt_train
+
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    params["nmt"]["common"]["evals_per_epoch"] = 3
+    params["nmt"]["common"]["patience"] = 0
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "params.yaml").write_text(yaml.safe_dump(params))
+    for sub in ("data/subsampled", "data/tokenizers"):
+        import shutil
+
+        shutil.copytree(project / sub, root / sub)
+    train_nmt.main(["--root", str(root), "bahdanau"])
+    full = torch.load(root / "data/nmt/bahdanau/model.pt", weights_only=True)
+    real = nmt_train.train
+
+    def killed(*a, **k):
+        return real(*a, **k, stop_after=1)
+
+    nmt_train_mod = train_nmt
+    nmt_train_mod.train = killed
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            train_nmt.main(["--root", str(root), "bahdanau"])
+    finally:
+        nmt_train_mod.train = real
+    assert (root / "data/checkpoints/nmt/bahdanau.pt").exists()
+    train_nmt.main(["--root", str(root), "bahdanau"])
+    resumed = torch.load(root / "data/nmt/bahdanau/model.pt", weights_only=True)
+    for k in full:
+        assert torch.equal(full[k], resumed[k]), k
+    assert not (root / "data/checkpoints/nmt/bahdanau.pt").exists()
+
+
+def test_malformed_pairs_name_file_and_line(project, tmp_path, capsys):
+    root = tmp_path / "bad"
+    par = root / "data/subsampled/parallel"
+    par.mkdir(parents=True)
+    (root / "params.yaml").write_text((project / "params.yaml").read_text())
+    (par / "test.tsv").write_text("1\ta\tb\n2\tonly two fields\n")
+    with pytest.raises(SystemExit) as exc:
+        evaluate_nmt.main(["--root", str(root), "copy-source"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "test.tsv:2: expected 'id<TAB>source<TAB>target'" in err
+
+
+def test_unknown_run_is_a_config_error(project, capsys):
+    with pytest.raises(SystemExit):
+        train_nmt.main(["--root", str(project), "nope"])
+    assert "nmt.runs has no run 'nope'" in capsys.readouterr().err
