@@ -114,7 +114,8 @@ def test_attention_heatmap(project):
     for row in h["weights"]:
         assert len(row) == len(h["source"])
         assert sum(row) == pytest.approx(1.0, abs=5e-4)
-    assert _json(project, "reports", "nmt", "none", "eval_detail.json")["heatmaps"] == []
+    none = _json(project, "reports", "nmt", "none", "eval_detail.json")
+    assert none["heatmaps"] == []
 
 
 def test_training_records_the_curve(project):
