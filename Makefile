@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup lint flow bench bench-embeddings bench-lm clean-venv
+.PHONY: run test setup lint flow bench bench-embeddings bench-lm bench-nmt clean-venv
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -43,6 +43,11 @@ bench-embeddings: $(STAMP)
 # needs `make run` first (the corpus and the BPE tokenizer).
 bench-lm: $(STAMP)
 	$(BIN)/python benchmarks/lm.py
+
+# Translation training and decoding speed (beam batched vs one sentence at a time,
+# ~10 min on 2 cores); needs `make run` first (the data, tokenizer and trained models).
+bench-nmt: $(STAMP)
+	$(BIN)/python benchmarks/nmt.py
 
 clean-venv:
 	rm -rf $(VENV)

@@ -96,6 +96,14 @@ def test_repro_then_noop_then_only_downstream(repo):
     assert ran(fifth) == {"train-lm@gru", "evaluate-lm@gru", "report"}
     assert "## Language models" in (path / "reports" / "index.md").read_text()
 
+    params["nmt"]["runs"]["none"]["epochs"] = 2.0
+    (path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    sixth = run(["dvc", "repro"], path, env)
+    assert ran(sixth) == {"train-nmt@none", "evaluate-nmt@none", "report"}
+    md = (path / "reports" / "index.md").read_text()
+    assert "## Translation" in md
+    assert "copy-source baseline" in md
+
 
 def test_prefect_flow_runs_every_stage_in_order(repo):
     from prefect.testing.utilities import prefect_test_harness
@@ -114,9 +122,10 @@ def test_prefect_flow_runs_every_stage_in_order(repo):
     with prefect_test_harness():
         results = flow_module.pipeline(str(path))
     assert set(results) == set(order)
+    nmt_runs = params["nmt"]["runs"]
     assert {s for s, r in results.items() if r} == {
         "subsample-parallel",
         "tokenizer-parallel",
         "report",
-    }
+    } | {f"{kind}-nmt@{r}" for kind in ("train", "evaluate") for r in nmt_runs}
     assert results["fetch-text@bible-kjv"] is False  # up to date: DVC skipped it

@@ -118,3 +118,32 @@ def test_subsample_choose_is_deterministic_and_zero_keeps_all():
     assert a == b == sorted(a) and len(a) == 10
     assert choose(sizes, 50, seed=2) != a
     assert Counter(choose([1, 1000], 10, seed=s)[0] for s in range(20)).keys() <= {0, 1}
+
+
+def test_parallel_keeps_official_splits(tmp_path):
+    """hf: sources name pairs <split>-<n>: those keep their split (Multi30k's
+    test2016 stays the test set); other ids are split by id."""
+    pairs = tmp_path / "pairs.tsv"
+    rows = [f"train-{i}\tsrc {i}\ttgt {i}" for i in range(30)]
+    rows += [f"valid-{i}\tsrc v{i}\ttgt v{i}" for i in range(5)]
+    rows += [f"test-{i}\tsrc t{i}\ttgt t{i}" for i in range(7)]
+    rows += ["test-x\tsrc q\ttgt q", "other-3\tsrc o\ttgt o"]
+    pairs.write_text("\n".join(rows) + "\n")
+    stats = prepare_parallel(
+        pairs,
+        tmp_path,
+        max_len=100,
+        max_ratio=3.0,
+        split_mod=10,
+        test_residue=0,
+        valid_residue=5,
+    )
+    ids = {
+        s: {line.split("\t")[0] for line in open(tmp_path / f"{s}.tsv")}
+        for s in ("train", "valid", "test")
+    }
+    assert {f"test-{i}" for i in range(7)} <= ids["test"]
+    assert {f"valid-{i}" for i in range(5)} <= ids["valid"]
+    assert {f"train-{i}" for i in range(30)} <= ids["train"]
+    assert sum(len(v) for v in ids.values()) == 44  # the two others hashed somewhere
+    assert stats["splits"]["test"]["pairs"] >= 7

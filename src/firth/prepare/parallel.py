@@ -1,8 +1,9 @@
 """Prepare a parallel corpus: normalise quirks, filter by length, split by id.
 
-Integer ids (Bible verse ids) go to a split by ``id % split_mod``; other ids are
-hashed to an integer first. A pair's id decides its split, so no id can land in two
-splits.
+Ids of the form ``train-<n>``, ``valid-<n>`` or ``test-<n>`` (how ``hf:`` sources
+name their official splits, e.g. Multi30k's test2016) keep that split. Other integer
+ids (Bible verse ids) go to a split by ``id % split_mod``; other ids are hashed to an
+integer first. A pair's id decides its split, so no id can land in two splits.
 """
 
 from __future__ import annotations
@@ -22,6 +23,12 @@ def id_number(pair_id: str) -> int:
     if pair_id.isdigit():
         return int(pair_id)
     return int.from_bytes(hashlib.sha256(pair_id.encode()).digest()[:8], "big")
+
+
+def official_split(pair_id: str) -> str | None:
+    """The split named by an id ``<split>-<n>``, else None."""
+    head, sep, tail = pair_id.partition("-")
+    return head if sep and head in SPLITS and tail.isdigit() else None
 
 
 def prepare_parallel(
@@ -58,14 +65,16 @@ def prepare_parallel(
             if max_ratio and max(ls, lt) / min(ls, lt) > max_ratio:
                 dropped["length_ratio"] += 1
                 continue
-            r = id_number(pid) % split_mod
-            split = (
-                "test"
-                if r == test_residue
-                else "valid"
-                if r == valid_residue
-                else "train"
-            )
+            split = official_split(pid)
+            if split is None:
+                r = id_number(pid) % split_mod
+                split = (
+                    "test"
+                    if r == test_residue
+                    else "valid"
+                    if r == valid_residue
+                    else "train"
+                )
             files[split].write(f"{pid}\t{src}\t{tgt}\n")
             kept[split] += 1
             lengths[split][0] += ls

@@ -119,6 +119,15 @@ REGISTRY: dict[str, Registered] = {
         license="Multi30k (Elliott et al. 2016), research use",
         description="Multi30k German->English image captions",
     ),
+    "iwslt2017-de-en": Registered(
+        kind="hf",
+        format="parallel",
+        id="IWSLT/iwslt2017",
+        config="iwslt2017-de-en",
+        fields={"source": "translation.de", "target": "translation.en"},
+        license="IWSLT 2017 (TED talks), CC BY-NC-ND 4.0",
+        description="IWSLT 2017 German->English TED talks",
+    ),
     "conll2003": Registered(
         kind="hf",
         format="tagged",
