@@ -3,6 +3,9 @@ target tokens per second (teacher forcing, backward, clipping and the AdamW step
 over real batches, the settings of params.yaml's nmt section), and decoding
 sentences per second with beam search batched over sentences and beams against
 the same search run one sentence at a time (and batched greedy), on test verses.
+It also times one decoder step with its next-token scores per row, at ``beam``
+rows (one sentence) and at ``beam`` x ``eval_batch`` rows (a full batch): their
+ratio is the most that batching can gain when the step is compute-bound.
 
     python benchmarks/nmt.py                       # every run in nmt.runs
     python benchmarks/nmt.py --runs bahdanau --device cuda
@@ -41,15 +44,14 @@ def _bench(run: str, spec: dict, queue) -> None:
     from firth.config import load_section, load_sections
     from firth.lm.train import resolve_device
     from firth.nmt.data import (
+        BOS,
         encode,
         load_tokenizer,
         make_batch,
-        max_lengths,
         read_pairs,
-        sentence_batches,
         token_batches,
     )
-    from firth.nmt.decode import beam_search, greedy
+    from firth.nmt.decode import _scores, decode_corpus
     from firth.nmt.models import build_model
     from firth.nmt.train import loss_sum
 
@@ -95,32 +97,49 @@ def _bench(run: str, spec: dict, queue) -> None:
     sub = [test_src[i] for i in pick]
 
     def decode_all(size: int, beam: int) -> tuple[list, float]:
-        out = [None] * len(sub)
         _sync(device)
         t0 = time.perf_counter()
-        for idx in sentence_batches(sub, size):
-            b = make_batch(idx, sub, None).to(device)
-            L = max_lengths(b.src_mask.sum(1), c.max_len_a, c.max_len_b)
-            if beam == 1:
-                res = greedy(model, b.src, b.src_mask, L)
-            else:
-                res = beam_search(
-                    model,
-                    b.src,
-                    b.src_mask,
-                    L,
-                    beam=beam,
-                    alpha=ev.alpha,
-                    kind=ev.penalty,
-                )
-            for i, t in zip(idx, res.tokens, strict=True):
-                out[i] = t
+        out = decode_corpus(
+            model,
+            sub,
+            batch=size,
+            a=c.max_len_a,
+            b=c.max_len_b,
+            device=device,
+            beam=beam,
+            alpha=ev.alpha,
+            kind=ev.penalty,
+            beta=ev.beta,
+        )
         _sync(device)
         return out, time.perf_counter() - t0
+
+    @torch.no_grad()
+    def step_seconds(rows: int, length: int = 30, n: int = 20) -> float:
+        """Seconds per row of one decoder step and its next-token scores (the
+        work every hypothesis costs) at ``rows`` rows: the ratio between ``beam``
+        rows and a full batch's rows bounds what batching can gain."""
+        gen = torch.Generator().manual_seed(0)
+        x = torch.randint(4, tok.get_vocab_size(), (rows, length), generator=gen)
+        mask = torch.ones_like(x, dtype=torch.bool)
+        memory = model.encode(x.to(device), mask.to(device))
+        state = model.start(memory)
+        y = torch.full((rows,), BOS, device=device)
+        for i in range(n + 3):
+            if i == 3:
+                _sync(device)
+                t0 = time.perf_counter()
+            feat, _, _ = model.step(y, state, memory)
+            logits, _ = _scores(model, feat)
+            logits.topk(spec["beam"], dim=1)
+        _sync(device)
+        return (time.perf_counter() - t0) / n / rows
 
     batched, t_batched = decode_all(c.eval_batch, spec["beam"])
     single, t_single = decode_all(1, spec["beam"])
     _, t_greedy = decode_all(c.eval_batch, 1)
+    per_row_single = step_seconds(spec["beam"])
+    per_row_batched = step_seconds(spec["beam"] * c.eval_batch)
     row = {
         "run": run,
         "model": cfg.runs[run].model,
@@ -136,6 +155,9 @@ def _bench(run: str, spec: dict, queue) -> None:
         )
         / len(sub),
         "greedy_batched_sentences_per_second": round(len(sub) / t_greedy, 2),
+        "step_microseconds_per_row_single": round(per_row_single * 1e6, 1),
+        "step_microseconds_per_row_batched": round(per_row_batched * 1e6, 1),
+        "step_row_cost_ratio": round(per_row_single / per_row_batched, 2),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
     }
     if device.type == "cuda":

@@ -28,9 +28,8 @@ from firth.nmt.data import (
     make_batch,
     max_lengths,
     read_pairs,
-    sentence_batches,
 )
-from firth.nmt.decode import beam_search, greedy
+from firth.nmt.decode import decode_corpus, greedy
 from firth.nmt.evaluate import (
     best_and_worst,
     bucket_scores,
@@ -45,29 +44,22 @@ log = logging.getLogger("evaluate_nmt")
 COPY = "copy-source"
 
 
-@torch.no_grad()
 def translate_all(model, src, c, ev, device, *, beam: int) -> tuple[list, float]:
     """Token ids of every test output (greedy for beam 1), in input order, and the
     seconds spent."""
-    out: list = [None] * len(src)
     t0 = time.perf_counter()
-    for idx in sentence_batches(src, c.eval_batch):
-        b = make_batch(idx, src, None).to(device)
-        max_len = max_lengths(b.src_mask.sum(1), c.max_len_a, c.max_len_b)
-        if beam == 1:
-            res = greedy(model, b.src, b.src_mask, max_len)
-        else:
-            res = beam_search(
-                model,
-                b.src,
-                b.src_mask,
-                max_len,
-                beam=beam,
-                alpha=ev.alpha,
-                kind=ev.penalty,
-            )
-        for i, ids in zip(idx, res.tokens, strict=True):
-            out[i] = ids
+    out = decode_corpus(
+        model,
+        src,
+        batch=c.eval_batch,
+        a=c.max_len_a,
+        b=c.max_len_b,
+        device=device,
+        beam=beam,
+        alpha=ev.alpha,
+        kind=ev.penalty,
+        beta=ev.beta,
+    )
     return out, time.perf_counter() - t0
 
 
@@ -112,6 +104,7 @@ def body(args) -> None:
             beam=ev.beam,
             alpha=ev.alpha,
             penalty=ev.penalty,
+            beta=ev.beta,
         )
         outputs, seconds = {}, {}
         for name, k in (("greedy", 1), ("beam", ev.beam)):

@@ -221,3 +221,72 @@ def test_attention_rows_sum_to_one_and_skip_padding(name):
     assert attn.shape == (src.shape[0], 6, src.shape[1])
     assert torch.allclose(attn.sum(-1), torch.ones_like(attn[..., 0]), atol=1e-12)
     assert bool((attn.masked_select(~mask[:, None, :].expand_as(attn)) == 0).all())
+
+
+@pytest.mark.parametrize("name", [*MODELS, "transformer"])
+def test_step_by_step_equals_teacher_forcing(name):
+    """The decoding interface (one step at a time; the transformer from its cached
+    keys and values) gives the logits of the one-pass teacher-forced forward."""
+    gen = torch.Generator().manual_seed(4)
+    m = _model(name)
+    src = _random_batch(gen)
+    mask = src != PAD
+    tgt = torch.randint(4, 30, (src.shape[0], 7), generator=gen)
+    tgt[:, 0] = BOS
+    full, _ = m(src, mask, tgt)
+    memory = m.encode(src, mask)
+    state = m.start(memory)
+    for t in range(tgt.shape[1]):
+        feat, state, attn = m.step(tgt[:, t], state, memory)
+        assert torch.allclose(m.logits(feat), full[:, t], atol=1e-10)
+        if attn is not None:
+            assert torch.allclose(attn.sum(-1), torch.ones(src.shape[0]).double())
+            assert bool((attn[~mask] == 0).all())
+
+
+def test_coverage_penalty_closed_form():
+    from firth.nmt.decode import coverage_penalty
+
+    cov = torch.tensor([[0.5, 1.7, 0.0, 0.3]])
+    mask = torch.tensor([[True, True, True, False]])
+    want = 0.2 * (math.log(0.5) + math.log(1.0) + math.log(1e-6))
+    assert float(coverage_penalty(cov, mask, 0.2)) == pytest.approx(want)
+
+
+@pytest.mark.parametrize("name", ["bahdanau", "luong-dot", "transformer"])
+@torch.no_grad()
+def test_coverage_penalty_rescoring(name):
+    """With beta > 0 every completed hypothesis's normalised score is its length-
+    normalised log-probability plus beta * sum_j log min(coverage_j, 1), recomputed
+    here from the attention of a teacher-forced pass; batched equals single."""
+    from firth.nmt.decode import coverage_penalty
+
+    gen = torch.Generator().manual_seed(5)
+    m = _model(name, eos_bias=2.0)
+    src = _random_batch(gen)[[1, 3, 4]]  # 7, 5 and 9 tokens: outputs shorter than
+    mask = src != PAD  # their sources leave some coverage below 1
+    max_len = torch.tensor([4, 3, 5])
+    penalised = 0
+    out, every = beam_search(
+        m, src, mask, max_len, beam=3, alpha=1.0, beta=0.4, return_all=True
+    )
+    for i in range(src.shape[0]):
+        n = int(mask[i].sum())
+        s, k = src[i : i + 1, :n], mask[i : i + 1, :n]
+        for h in every[i][:4]:
+            seq = [*h.tokens, EOS]
+            memory, y, cov = m.encode(s, k), torch.tensor([BOS]), torch.zeros(1, n)
+            state = m.start(memory)
+            for tok in seq:
+                _, state, a = m.step(y, state, memory)
+                cov = cov + a.float()
+                y = torch.tensor([tok])
+            lp = _sequence_logp(m, s, k, seq)
+            cp = float(coverage_penalty(cov, k, 0.4))
+            assert h.normalised == pytest.approx(lp / len(seq) + cp, abs=1e-6)
+            penalised += cp < -1e-3
+        one = beam_search(m, s, k, max_len[i : i + 1], beam=3, alpha=1.0, beta=0.4)
+        assert one.tokens[0] == out.tokens[i] == every[i][0].tokens
+    assert penalised >= 3
+    with pytest.raises(ValueError, match="attention"):
+        beam_search(_model("none"), src, mask, max_len, beam=2, beta=0.4)

@@ -11,16 +11,6 @@ from pydantic import Field, model_validator
 
 from firth.config import Section
 
-MODELS = (
-    "none",
-    "context",
-    "bahdanau",
-    "luong-general",
-    "luong-dot",
-    "transformer",
-    "target-lm",
-)
-
 
 class NmtCommon(Section):
     cell: Literal["gru", "lstm"]
@@ -86,6 +76,7 @@ class EvaluateNmt(Section):
     beam: int = Field(ge=1)
     alpha: float = Field(ge=0)
     penalty: Literal["length", "gnmt"]
+    beta: float = Field(ge=0)
     buckets: list[int]
     heatmaps: list[str]
     examples: int = Field(ge=0)

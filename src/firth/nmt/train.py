@@ -25,8 +25,8 @@ from tqdm import tqdm
 
 from firth.checkpoint import Checkpoint
 from firth.lm.train import _rng_state, _set_rng_state, lr_at
-from firth.nmt.data import PAD, decode, make_batch, max_lengths, token_batches
-from firth.nmt.decode import greedy
+from firth.nmt.data import PAD, decode, make_batch, token_batches
+from firth.nmt.decode import decode_corpus
 
 log = logging.getLogger(__name__)
 
@@ -57,21 +57,10 @@ def nll(model, src, tgt, *, batch_tokens: int, device) -> tuple[float, int]:
     return total, n
 
 
-@torch.no_grad()
 def translate(model, tok, src, *, batch: int, a: float, b: int, device) -> list[str]:
     """Greedy translations of encoded sources, in input order."""
-    from firth.nmt.data import sentence_batches
-
-    was = model.training
-    model.eval()
-    out: list[str] = [""] * len(src)
-    for idx in sentence_batches(src, batch):
-        bt = make_batch(idx, src, None).to(device)
-        res = greedy(model, bt.src, bt.src_mask, max_lengths(bt.src_mask.sum(1), a, b))
-        for i, ids in zip(idx, res.tokens, strict=True):
-            out[i] = decode(tok, ids)
-    model.train(was)
-    return out
+    ids = decode_corpus(model, src, batch=batch, a=a, b=b, device=device)
+    return [decode(tok, x) for x in ids]
 
 
 @dataclass
@@ -113,6 +102,12 @@ def train(
     eval_every = max(1, per_epoch // cfg.evals_per_epoch)
     n_bleu = min(cfg.valid_bleu_sentences, len(valid_src))
     bleu_idx = [round(i * len(valid_src) / n_bleu) for i in range(n_bleu)]
+    copy_bleu = None  # the copy-source baseline on the same valid verses
+    if n_bleu:
+        copy_bleu = sacrebleu.corpus_bleu(
+            [decode(tok, valid_src[i]) for i in bleu_idx],
+            [[valid_refs[i] for i in bleu_idx]],
+        ).score
     opt = torch.optim.AdamW(
         model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay
     )
@@ -266,6 +261,8 @@ def train(
             "steps_per_epoch": per_epoch,
             "epochs_run": round(step / per_epoch, 4),
             "early_stopped": step < total,
+            "valid_bleu_sentences": n_bleu,
+            "valid_bleu_copy_source": copy_bleu,
             "best_valid_loss": best_loss,
             "best_valid_perplexity": math.exp(best_loss),
             "train_seconds": round(train_seconds, 2),
