@@ -24,9 +24,11 @@ from firth.lm.train import resolve_device
 from firth.nmt.data import (
     decode,
     encode,
+    encode_extended,
     load_tokenizer,
     make_batch,
     max_lengths,
+    pieces,
     read_pairs,
 )
 from firth.nmt.decode import decode_corpus, greedy
@@ -35,9 +37,10 @@ from firth.nmt.evaluate import (
     bucket_scores,
     corpus_scores,
     repeated_trigram_rate,
+    source_word_share,
 )
 from firth.nmt.models import build_model
-from firth.nmt.train import nll
+from firth.nmt.train import nll, pointer_statistics
 
 log = logging.getLogger("evaluate_nmt")
 
@@ -92,13 +95,27 @@ def body(args) -> None:
         if not weights.exists():
             raise DataError(f"{weights}: not found (run train-nmt@{args.run} first)")
         device = resolve_device(c.device)
-        model = build_model(run.model, tok.get_vocab_size(), cfg)
+        model = build_model(
+            run.model,
+            tok.get_vocab_size(),
+            cfg,
+            pointer=run.pointer,
+            coverage=run.coverage,
+        )
         model.load_state_dict(torch.load(weights, weights_only=True))
         model.to(device).eval()
-        src, tgt = encode(tok, test.source), encode(tok, test.target)
+        if run.pointer:  # unknown source spans get copyable ids
+            ext = encode_extended(tok, test.source, test.target)
+            src, tgt, oov = ext.src, ext.tgt, ext.oov
+        else:
+            src, tgt = encode(tok, test.source), encode(tok, test.target)
+            oov = [()] * len(src)
         t_nll, t_tok = nll(model, src, tgt, batch_tokens=c.batch_tokens, device=device)
         result.update(
             model=run.model,
+            **run.model_dump(
+                include={"pointer", "coverage", "coverage_loss"}, exclude_defaults=True
+            ),
             test_loss=t_nll / t_tok,
             test_perplexity=float(torch.tensor(t_nll / t_tok).exp()),
             beam=ev.beam,
@@ -109,7 +126,11 @@ def body(args) -> None:
         outputs, seconds = {}, {}
         for name, k in (("greedy", 1), ("beam", ev.beam)):
             ids, seconds[name] = translate_all(model, src, c, ev, device, beam=k)
-            outputs[name] = [decode(tok, x) for x in ids]
+            outputs[name] = [decode(tok, x, o) for x, o in zip(ids, oov, strict=True)]
+            if run.pointer:
+                result[f"{name}_pointer"] = pointer_statistics(
+                    model, src, ids, batch_tokens=c.batch_tokens, device=device
+                )
             log.info(
                 "%s: %s decoding of %d verses in %.1f s",
                 args.run,
@@ -139,8 +160,8 @@ def body(args) -> None:
             detail["heatmaps"].append(
                 {
                     "id": vid,
-                    "source": [tok.id_to_token(t) for t in src[i]] + ["</s>"],
-                    "output": [tok.id_to_token(t) for t in res.tokens[0]] + ["</s>"],
+                    "source": [*pieces(tok, src[i], oov[i]), "</s>"],
+                    "output": [*pieces(tok, res.tokens[0], oov[i]), "</s>"],
                     "weights": [
                         [round(float(w), 4) for w in row] for row in res.attention[0]
                     ],
@@ -155,6 +176,7 @@ def body(args) -> None:
         result[name] = {
             **scores,
             "repeated_trigrams": round(repeated_trigram_rate(hyps), 6),
+            "source_word_share": round(source_word_share(hyps, test.source), 6),
             "mean_words": round(sum(len(h.split()) for h in hyps) / len(hyps), 3),
         }
         detail["signatures"] = sigs
@@ -171,6 +193,9 @@ def body(args) -> None:
             scores["chrf++"],
         )
     result["reference_repeated_trigrams"] = round(repeated_trigram_rate(refs), 6)
+    result["reference_source_word_share"] = round(
+        source_word_share(refs, test.source), 6
+    )
     rep = args.root / "reports" / "nmt" / args.run
     write_json(rep / "eval.json", result)
     write_json(rep / "eval_detail.json", detail)

@@ -23,7 +23,7 @@ from firth.config import load_sections
 from firth.errors import ConfigError
 from firth.io import atomic_path, sha256_file, write_json
 from firth.lm.train import resolve_device
-from firth.nmt.data import encode, load_tokenizer, read_pairs
+from firth.nmt.data import encode, encode_extended, load_tokenizer, read_pairs
 from firth.nmt.models import build_model
 from firth.nmt.train import nll, train
 
@@ -55,8 +55,22 @@ def body(args) -> None:
     tok_path = args.root / "data" / "tokenizers" / "parallel" / "tokenizer.json"
     tok = load_tokenizer(tok_path)
     tr, va = read_pairs(data / "train.tsv"), read_pairs(data / "valid.tsv")
-    train_src, train_tgt = encode(tok, tr.source), encode(tok, tr.target)
-    valid_src, valid_tgt = encode(tok, va.source), encode(tok, va.target)
+    valid_oov = None
+    if run.pointer:  # unknown source spans get copyable ids
+        ext, ext_valid = (
+            encode_extended(tok, tr.source, tr.target),
+            encode_extended(tok, va.source, va.target),
+        )
+        train_src, train_tgt, valid_src, valid_tgt = (
+            ext.src,
+            ext.tgt,
+            ext_valid.src,
+            ext_valid.tgt,
+        )
+        valid_oov = ext_valid.oov
+    else:
+        train_src, train_tgt = encode(tok, tr.source), encode(tok, tr.target)
+        valid_src, valid_tgt = encode(tok, va.source), encode(tok, va.target)
     device = resolve_device(c.device)
     settings = {
         "run": args.run,
@@ -67,9 +81,19 @@ def body(args) -> None:
         "transformer": cfg.transformer.model_dump(),
         "train_sha256": sha256_file(data / "train.tsv"),
         "tokenizer_sha256": sha256_file(tok_path),
+        # the copying switches, where a run sets them
+        **run.model_dump(
+            include={"pointer", "coverage", "coverage_loss"}, exclude_defaults=True
+        ),
     }
     torch.manual_seed(run.seed)
-    model = build_model(run.model, tok.get_vocab_size(), cfg)
+    model = build_model(
+        run.model,
+        tok.get_vocab_size(),
+        cfg,
+        pointer=run.pointer,
+        coverage=run.coverage,
+    )
     ckpt = Checkpoint(
         args.root / "data" / "checkpoints" / "nmt" / f"{args.run}.pt",
         run_key(**settings, device=str(device)),
@@ -85,6 +109,8 @@ def body(args) -> None:
         c,
         seed=run.seed,
         epochs=run.epochs,
+        coverage_loss=run.coverage_loss,
+        valid_oov=valid_oov,
         device=device,
         checkpoint=ckpt,
     )
@@ -96,6 +122,9 @@ def body(args) -> None:
         "run": args.run,
         "model": run.model,
         "seed": run.seed,
+        **run.model_dump(
+            include={"pointer", "coverage", "coverage_loss"}, exclude_defaults=True
+        ),
         **result.stats,
         "kept_weights_valid_loss": v_nll / v_tok,
         "train_pairs": len(tr),

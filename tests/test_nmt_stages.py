@@ -18,7 +18,7 @@ from firth.bpe import train_bpe
 from firth.sources import bible
 from stages import evaluate_nmt, report, train_nmt
 
-RUNS = ["none", "bahdanau", "transformer", "target-lm"]
+RUNS = ["none", "bahdanau", "transformer", "target-lm", "pointer"]
 
 
 def _verses():
@@ -186,3 +186,21 @@ def test_unknown_run_is_a_config_error(project, capsys):
     with pytest.raises(SystemExit):
         train_nmt.main(["--root", str(project), "nope"])
     assert "nmt.runs has no run 'nope'" in capsys.readouterr().err
+
+
+def test_pointer_run_reports_its_copying(project):
+    e = _json(project, "reports", "nmt", "pointer", "eval.json")
+    t = _json(project, "reports", "nmt", "pointer", "train.json")
+    assert (e["pointer"], e["coverage"], e["coverage_loss"]) == (True, True, 1.0)
+    assert t["pointer"] is True
+    for kind in ("greedy", "beam"):
+        p = e[f"{kind}_pointer"]
+        assert 0.0 < p["mean_p_gen"] < 1.0
+        assert 0.0 <= p["copied_token_share"] <= 1.0
+        assert 0.0 <= e[kind]["source_word_share"] <= 1.0
+    copy = _json(project, "reports", "nmt", "copy-source", "eval.json")
+    assert copy["greedy"]["source_word_share"] == 1.0
+    assert "valid_bleu_copy_source" in t
+    md = (project / "reports" / "index.md").read_text()
+    assert "Copying and repetition" in md
+    assert "Bahdanau (additive) + pointer + coverage + coverage loss 1" in md

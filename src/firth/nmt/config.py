@@ -58,6 +58,22 @@ class NmtRun(Section):
     ]
     seed: int
     epochs: float = Field(gt=0)
+    # See et al. (2017) and Tu et al. (2016); recurrent attention models only
+    pointer: bool = False  # pointer-generator: copy source tokens through a soft switch
+    coverage: bool = False  # the coverage vector enters the scorer (bahdanau only)
+    coverage_loss: float = Field(default=0.0, ge=0)  # lambda of sum_i min(a_ti, cov_ti)
+
+    @model_validator(mode="after")
+    def _copying(self) -> Self:
+        attention = ("bahdanau", "luong-general", "luong-dot")
+        if (self.pointer or self.coverage_loss) and self.model not in attention:
+            raise ValueError(
+                f"pointer and coverage_loss need an attention model "
+                f"({', '.join(attention)}), not {self.model}"
+            )
+        if self.coverage and self.model != "bahdanau":
+            raise ValueError("coverage (the vector in the scorer) needs bahdanau")
+        return self
 
 
 class Nmt(Section):

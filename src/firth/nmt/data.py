@@ -69,8 +69,65 @@ def encode(tok: Tokenizer, lines: list[str]) -> list[list[int]]:
     return [e.ids for e in tok.encode_batch(lines)]
 
 
-def decode(tok: Tokenizer, ids: list[int]) -> str:
-    return tok.decode([i for i in ids if i > EOS])
+@dataclass(frozen=True)
+class Extended:
+    """Sentences encoded for a pointer-generator (See et al. 2017): each source
+    span the tokenizer reads as ``<unk>`` gets a temporary id V + j (j: its rank
+    among the sentence's distinct unknown spans), so it can be copied; a target
+    ``<unk>`` span that also occurs in its source gets the same id, others stay
+    ``<unk>``. ``oov[i][j]`` is the text of id V + j in sentence i."""
+
+    src: list[list[int]]
+    tgt: list[list[int]] | None
+    oov: list[list[str]]
+
+
+def _unknown_spans(text: str, enc) -> list[tuple[int, str]]:
+    return [
+        (k, text[a:b])
+        for k, (i, (a, b)) in enumerate(zip(enc.ids, enc.offsets, strict=True))
+        if i == UNK
+    ]
+
+
+def encode_extended(
+    tok: Tokenizer, sources: list[str], targets: list[str] | None = None
+) -> Extended:
+    V = tok.get_vocab_size()
+    src_enc = tok.encode_batch(sources)
+    tgt_enc = tok.encode_batch(targets) if targets is not None else None
+    src_out, tgt_out, oovs = [], [] if targets is not None else None, []
+    for n, (text, enc) in enumerate(zip(sources, src_enc, strict=True)):
+        ids, oov = list(enc.ids), []
+        for k, span in _unknown_spans(text, enc):
+            if span not in oov:
+                oov.append(span)
+            ids[k] = V + oov.index(span)
+        src_out.append(ids)
+        oovs.append(oov)
+        if tgt_enc is not None:
+            t = list(tgt_enc[n].ids)
+            for k, span in _unknown_spans(targets[n], tgt_enc[n]):
+                if span in oov:
+                    t[k] = V + oov.index(span)
+            tgt_out.append(t)
+    return Extended(src_out, tgt_out, oovs)
+
+
+def decode(tok: Tokenizer, ids: list[int], oov: list[str] = ()) -> str:
+    """Text of output ids; ids at or above the vocabulary size are the sentence's
+    copied unknown spans ``oov`` (see Extended)."""
+    V = tok.get_vocab_size()
+    if not any(i >= V for i in ids):
+        return tok.decode([i for i in ids if i > EOS])
+    parts = pieces(tok, [i for i in ids if i > EOS], oov)
+    return tok.decoder.decode(parts) if tok.decoder else "".join(parts)
+
+
+def pieces(tok: Tokenizer, ids: list[int], oov: list[str] = ()) -> list[str]:
+    """The subword strings of ``ids`` (extended ids: their unknown spans)."""
+    V = tok.get_vocab_size()
+    return [oov[i - V] if i >= V else tok.id_to_token(i) for i in ids]
 
 
 @dataclass(frozen=True)

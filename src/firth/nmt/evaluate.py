@@ -83,3 +83,15 @@ def repeated_trigram_rate(lines: list[str]) -> float:
         total += sum(grams.values())
         repeated += sum(c - 1 for c in grams.values())
     return repeated / total if total else 0.0
+
+
+def source_word_share(hyps: list[str], sources: list[str]) -> float:
+    """Share of output words that also occur in their source sentence (how much
+    of the output is copied, whatever the model)."""
+    total = found = 0
+    for h, s in zip(hyps, sources, strict=True):
+        src = set(s.split())
+        words = h.split()
+        total += len(words)
+        found += sum(w in src for w in words)
+    return found / total if total else 0.0

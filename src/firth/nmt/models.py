@@ -29,6 +29,21 @@ decoder is one cell of ``hidden`` units started from s_0 = tanh(W [h_fwd_S; h_bw
   baseline).
 - ``transformer``: a pre-LN encoder-decoder transformer with sinusoidal positions
   (Vaswani et al. 2017), for reference.
+
+Two switches extend the recurrent attention models (See et al. 2017, Tu et al.
+2016):
+
+- ``pointer``: a pointer-generator. A soft switch p_gen = sigmoid(w_c . c_i + w_s .
+  s_i + w_y . E y_{i-1} + b) mixes generation and copying,
+  P(w) = p_gen P_vocab(w) + (1 - p_gen) sum_{j: x_j = w} a_ij. Source ids at or
+  above the vocabulary size are the sentence's own out-of-vocabulary tokens
+  (firth.nmt.data.encode_extended): they are read as ``<unk>`` and can only be
+  copied, so the output distribution spans the vocabulary plus the batch's extra
+  ids. ``logits`` of a pointer model are these log-probabilities.
+- ``coverage``: the coverage vector cov_i = sum_{i' < i} a_i' (attention so far)
+  enters the additive scorer, e_ij = v^T tanh(W s_{i-1} + U h_j + w_cov cov_ij)
+  (``bahdanau`` only). The coverage loss (firth.nmt.train.coverage_loss_sum) works
+  for every attention model.
 """
 
 from __future__ import annotations
@@ -40,7 +55,9 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from firth.nmt.data import PAD
+from firth.nmt.data import PAD, UNK
+
+TINY = 1e-30  # log-probabilities of impossible tokens are log(TINY), not -inf
 
 
 def select(tree: dict, index: torch.Tensor) -> dict:
@@ -57,13 +74,17 @@ class Attention(nn.Module):
     """Additive (Bahdanau) or multiplicative (Luong general / dot) attention with a
     source mask: padding gets weight exactly 0."""
 
-    def __init__(self, kind: str, query_dim: int, key_dim: int):
+    def __init__(self, kind: str, query_dim: int, key_dim: int, coverage=False):
         super().__init__()
         self.kind = kind
+        if coverage and kind != "additive":
+            raise ValueError("coverage enters the additive (Bahdanau) scorer only")
         if kind == "additive":
             self.w_query = nn.Linear(query_dim, key_dim, bias=False)
             self.w_key = nn.Linear(key_dim, key_dim)
             self.v = nn.Linear(key_dim, 1, bias=False)
+            if coverage:
+                self.w_cov = nn.Linear(1, key_dim, bias=False)
         elif kind == "general":
             self.w_key = nn.Linear(key_dim, query_dim, bias=False)
         elif kind == "dot":
@@ -76,9 +97,12 @@ class Attention(nn.Module):
         """The part of the score that depends only on the source (computed once)."""
         return values if self.kind == "dot" else self.w_key(values)
 
-    def forward(self, query, keys, values, mask):
+    def forward(self, query, keys, values, mask, coverage=None):
         if self.kind == "additive":
-            scores = self.v(torch.tanh(self.w_query(query)[:, None] + keys)).squeeze(-1)
+            pre = self.w_query(query)[:, None] + keys
+            if coverage is not None:
+                pre = pre + self.w_cov(coverage[..., None])
+            scores = self.v(torch.tanh(pre)).squeeze(-1)
         else:
             scores = torch.bmm(keys, query[:, :, None]).squeeze(-1)
         weights = torch.softmax(scores.masked_fill(~mask, -math.inf), dim=-1)
@@ -162,12 +186,30 @@ class Cell(nn.Module):
         return {"h": h, "c": c}
 
 
+def mixture(p_vocab, p_gen, attention, src_ids, width: int) -> torch.Tensor:
+    """The pointer-generator distribution over ``width`` >= V ids:
+    p_gen * P_vocab (on the first V ids) + (1 - p_gen) * the attention mass of each
+    source position added onto that position's id. p_vocab (B, V), p_gen (B, 1),
+    attention and src_ids (B, S)."""
+    out = p_vocab.new_zeros(p_vocab.shape[0], width)
+    out[:, : p_vocab.shape[1]] = p_gen * p_vocab
+    return out.scatter_add(1, src_ids, (1 - p_gen) * attention)
+
+
 class Recurrent(Seq2Seq):
-    def __init__(self, kind: str, vocab: int, c):
+    def __init__(
+        self, kind: str, vocab: int, c, *, pointer: bool = False, coverage=False
+    ):
         super().__init__(vocab, c.emb_dim, c.dropout)
         E, H = c.emb_dim, c.hidden
         self.kind = kind
         self.has_attention = kind in ("bahdanau", "luong-general", "luong-dot")
+        if (pointer or coverage) and not self.has_attention:
+            raise ValueError(f"{kind}: pointer and coverage need an attention model")
+        if coverage and kind != "bahdanau":
+            raise ValueError(f"{kind}: the coverage vector enters Bahdanau's scorer")
+        self.pointer, self.coverage = pointer, coverage
+        self.recorded: list | None = None  # pointer parts per step, when recording
         self.encoder = (
             None if kind == "target-lm" else Encoder(c.cell, E, H, c.layers, c.dropout)
         )
@@ -180,7 +222,7 @@ class Recurrent(Seq2Seq):
             extra_in = E  # input feeding of the attentional vector
         self.cell = Cell(c.cell, E + extra_in, H)
         if kind == "bahdanau":
-            self.attention = Attention("additive", H, H)
+            self.attention = Attention("additive", H, H, coverage)
             self.readout = nn.Linear(H + H + E, E)
         elif kind.startswith("luong"):
             self.attention = Attention(kind.split("-")[1], H, H)
@@ -189,14 +231,22 @@ class Recurrent(Seq2Seq):
             self.readout = nn.Linear(H + H + E, E)
         else:
             self.readout = nn.Linear(H + E, E)
+        if pointer:
+            self.switch = nn.Linear(H + H + E, 1)  # p_gen from [c_i; s_i; E y_{i-1}]
+
+    def _ids(self, ids):
+        """Extended (copy-only) ids are read as <unk>."""
+        return ids.masked_fill(ids >= self.vocab, UNK) if self.pointer else ids
 
     def encode(self, src, mask):
         if self.encoder is None:
             return {"mask": mask}
-        values, summary = self.encoder(self.drop(self.embedding(src)), mask)
+        values, summary = self.encoder(self.drop(self.embedding(self._ids(src))), mask)
         memory = {"mask": mask, "summary": summary, "values": values}
         if self.has_attention:
             memory["keys"] = self.attention.keys(values)
+        if self.pointer:
+            memory["src"] = src
         return memory
 
     def start(self, memory):
@@ -208,17 +258,31 @@ class Recurrent(Seq2Seq):
         state = self.cell.init(h)
         if self.kind.startswith("luong"):
             state["feed"] = h.new_zeros(B, self.emb_dim)
+        if self.coverage:
+            state["cov"] = memory["values"].new_zeros(memory["mask"].shape)
         return state
 
+    def logits(self, features: torch.Tensor) -> torch.Tensor:
+        """Next-token scores; a pointer model's features are already its
+        log-probabilities over the extended vocabulary."""
+        return features if self.pointer else super().logits(features)
+
     def step(self, y_prev, state, memory):
-        e = self.drop(self.embedding(y_prev))
+        e = self.drop(self.embedding(self._ids(y_prev)))
         kind, attn = self.kind, None
         if kind == "bahdanau":
             ctx, attn = self.attention(
-                state["h"], memory["keys"], memory["values"], memory["mask"]
+                state["h"],
+                memory["keys"],
+                memory["values"],
+                memory["mask"],
+                state["cov"] if self.coverage else None,
             )
-            state = self.cell(torch.cat([e, ctx], -1), state)
-            feat = torch.tanh(self.readout(torch.cat([state["h"], ctx, e], -1)))
+            new = self.cell(torch.cat([e, ctx], -1), state)
+            feat = torch.tanh(self.readout(torch.cat([new["h"], ctx, e], -1)))
+            if self.coverage:
+                new["cov"] = state["cov"] + attn
+            state = new
         elif kind.startswith("luong"):
             new = self.cell(torch.cat([e, state["feed"]], -1), state)
             ctx, attn = self.attention(
@@ -233,7 +297,38 @@ class Recurrent(Seq2Seq):
         else:  # none, target-lm
             state = self.cell(e, state)
             feat = torch.tanh(self.readout(torch.cat([state["h"], e], -1)))
+        if self.pointer:
+            feat = self._mix(feat, ctx, state["h"], e, attn, memory["src"])
         return feat, state, attn
+
+    def _mix(self, feat, ctx, s, e, attn, src):
+        """log P of the pointer-generator over V + the batch's extended ids."""
+        p_vocab = torch.softmax(super().logits(feat), dim=-1)
+        p_gen = torch.sigmoid(self.switch(torch.cat([ctx, s, e], -1)))
+        width = max(self.vocab, int(src.max()) + 1)
+        p = mixture(p_vocab, p_gen, attn, src, width)
+        if self.recorded is not None:
+            self.recorded.append((p_gen[:, 0], p_gen * p_vocab, p))
+        return p.clamp_min(TINY).log()
+
+    @torch.no_grad()
+    def copy_parts(self, src, mask, tgt_in, tgt_out):
+        """Teacher-forced over given outputs: p_gen (B, T) and the share of each
+        output token's probability that came from copying, (B, T)."""
+        self.recorded = []
+        try:
+            self(src, mask, tgt_in)
+            p_gen = torch.stack([r[0] for r in self.recorded], 1)
+            share = []
+            for t, (_, gen, p) in enumerate(self.recorded):
+                y = tgt_out[:, t : t + 1]
+                total = p.gather(1, y)[:, 0]
+                generated = gen.gather(1, y.clamp_max(gen.shape[1] - 1))[:, 0]
+                generated = torch.where(y[:, 0] < gen.shape[1], generated, 0.0)
+                share.append(1 - generated / total.clamp_min(TINY))
+            return p_gen, torch.stack(share, 1)
+        finally:
+            self.recorded = None
 
 
 class SinusoidalPositions(nn.Module):
@@ -365,8 +460,13 @@ class Transformer(Seq2Seq):
         return self.logits(self._decode(tgt_in, values, mask)), None
 
 
-def build_model(model: str, vocab: int, cfg) -> Seq2Seq:
-    """The model named ``model`` (an ``nmt.runs`` model) from the ``nmt`` section."""
+def build_model(
+    model: str, vocab: int, cfg, *, pointer: bool = False, coverage: bool = False
+) -> Seq2Seq:
+    """The model named ``model`` (an ``nmt.runs`` model) from the ``nmt`` section,
+    with the pointer-generator and the coverage vector when asked."""
     if model == "transformer":
+        if pointer or coverage:
+            raise ValueError("transformer: pointer and coverage are recurrent only")
         return Transformer(vocab, cfg.common, cfg.transformer)
-    return Recurrent(model, vocab, cfg.common)
+    return Recurrent(model, vocab, cfg.common, pointer=pointer, coverage=coverage)

@@ -1,6 +1,6 @@
 """The translation section of the report: test scores of every run beside the
-copy-source baseline, scores by source length, attention maps, training curves,
-best and worst verses, and the benchmark."""
+copy-source baseline, scores by source length, copying and repetition, attention
+maps, training curves, best and worst verses, and the benchmark."""
 
 from __future__ import annotations
 
@@ -21,6 +21,17 @@ NAMES = {
 ORDER = list(NAMES)
 ATTENTION = ("bahdanau", "luong-general", "luong-dot", "transformer")
 COPY = "copy-source"
+
+
+def describe(e: dict) -> str:
+    """The model's name with its copying switches (pointer, coverage)."""
+    name = NAMES.get(e["model"], e["model"])
+    extra = ["pointer"] if e.get("pointer") else []
+    if e.get("coverage"):
+        extra.append("coverage")
+    if e.get("coverage_loss"):
+        extra.append(f"coverage loss {e['coverage_loss']:g}")
+    return " + ".join([name, *extra])
 
 
 def _order(evals: dict[str, dict]) -> list[str]:
@@ -58,7 +69,7 @@ def nmt_section(
         rows.append(
             [
                 r,
-                NAMES.get(e["model"], e["model"]),
+                describe(e),
                 f"{t['parameters']:,}" if "parameters" in t else "-",
                 _num(t.get("epochs_run"), 2),
                 _num(t["train_seconds"] / 60, 1) if "train_seconds" in t else "-",
@@ -106,6 +117,10 @@ def nmt_section(
                 f"baseline's {copy['bleu']:.2f} and {copy['chrf']:.2f}: it "
                 + ("beats copying in both." if beats else "does NOT beat copying.")
             )
+    sec.tables.append(_copy_table(runs, evals))
+    verdict = _copy_verdict(runs, evals, train, curves)
+    if verdict:
+        sec.intro += "\n\n" + verdict
     buckets = {r: details[r]["buckets"].get("greedy") for r in runs if r in details}
     buckets = {r: b for r, b in buckets.items() if b}
     if buckets:
@@ -166,6 +181,10 @@ def nmt_section(
             ]
             if pts:
                 ax.plot(*zip(*pts, strict=True), marker=".", label=r)
+        copy = [t.get("valid_bleu_copy_source") for t in train.values()]
+        copy = [c for c in copy if c is not None]
+        if copy:
+            ax.axhline(copy[0], color="black", linestyle="--", label="copy-source")
         ax.set_xlabel("training minutes")
         ax.set_ylabel("greedy BLEU on the valid subset")
         ax.grid(True, alpha=0.3)
@@ -173,7 +192,9 @@ def nmt_section(
         sec.figures.append(
             (
                 "Greedy BLEU on a fixed subset of valid verses "
-                "(nmt.common.valid_bleu_sentences) against training minutes.",
+                "(nmt.common.valid_bleu_sentences) against training minutes "
+                "(validation time excluded); the dashed line is the copy-source "
+                "baseline on the same verses.",
                 _png(fig),
             )
         )
@@ -205,6 +226,126 @@ def nmt_section(
     return sec
 
 
+def _copy_table(runs, evals):
+    """Copying and repetition of the beam outputs beside the references."""
+    rows = []
+    for r in runs:
+        e = evals[r]
+        b = e.get("beam", e["greedy"])
+        ptr = e.get("beam_pointer") or {}
+        rows.append(
+            [
+                r,
+                _pct(b.get("source_word_share")),
+                _num(ptr.get("mean_p_gen"), 3),
+                _pct(ptr.get("copied_token_share")),
+                _pct(b["repeated_trigrams"]),
+            ]
+        )
+    e = evals[runs[0]]
+    rows.append(
+        [
+            "reference",
+            _pct(e.get("reference_source_word_share")),
+            "-",
+            "-",
+            _pct(e.get("reference_repeated_trigrams")),
+        ]
+    )
+    return (
+        "Copying and repetition (beam outputs): output words found in their source; "
+        "for pointer-generators the mean switch p_gen over output tokens and the "
+        "share of output tokens whose probability came mostly from copying; "
+        "repeated word 3-grams within an output",
+        (
+            [
+                "run",
+                "words from the source",
+                "mean p_gen",
+                "copied tokens",
+                "repeated 3-grams",
+            ],
+            rows,
+        ),
+    )
+
+
+def _pct(x) -> str:
+    return "-" if x is None else f"{100 * x:.2f}%"
+
+
+def _points(curve: list[dict]) -> list[tuple[float, float]]:
+    return [
+        (float(p["train_minutes"]), float(p["valid_bleu"]))
+        for p in curve
+        if p.get("valid_bleu") not in (None, "")
+    ]
+
+
+def _at_minutes(curve: list[dict], minutes: float) -> float | None:
+    """Valid BLEU of ``curve`` at ``minutes``, linear between its validations;
+    None outside the minutes it covers."""
+    pts = _points(curve)
+    for (m0, b0), (m1, b1) in zip(pts, pts[1:], strict=False):
+        if m0 <= minutes <= m1:
+            return b0 + (b1 - b0) * (minutes - m0) / (m1 - m0) if m1 > m0 else b1
+    return pts[0][1] if pts and pts[0][0] == minutes else None
+
+
+def _copy_verdict(runs, evals, train, curves) -> str:
+    """Pointer-generators against copying, against plain attention at equal
+    training time, and coverage against none on repetition."""
+    lines = []
+    copy = evals.get(COPY, {}).get("greedy")
+    plain = [
+        r
+        for r in runs
+        if evals[r]["model"] == "bahdanau" and not evals[r].get("pointer")
+    ]
+    for r in runs:
+        e = evals[r]
+        if not e.get("pointer"):
+            continue
+        b = e.get("beam", e["greedy"])
+        if copy:
+            beats = b["bleu"] > copy["bleu"] and b["chrf"] > copy["chrf"]
+            lines.append(
+                f"{r} scores BLEU {b['bleu']:.2f} / chrF {b['chrf']:.2f} (beam) "
+                f"against copy-source's {copy['bleu']:.2f} / {copy['chrf']:.2f}: "
+                + ("it beats copying in both" if beats else "it does NOT beat copying")
+            )
+        for p in plain:
+            if r not in curves or p not in curves or r not in train:
+                continue
+            pairs = [(m, a, _at_minutes(curves[p], m)) for m, a in _points(curves[r])]
+            pairs = [x for x in pairs if x[1] is not None and x[2] is not None]
+            if pairs:
+                ahead = sum(a > c for _, a, c in pairs)
+                m, a, c = pairs[-1]
+                lines.append(
+                    f"at equal training minutes {r} leads {p} at {ahead} of "
+                    f"{len(pairs)} of its validations ({p}'s curve interpolated; "
+                    f"valid BLEU {a:.2f} against {c:.2f} at {m:.1f} minutes)"
+                )
+    cov = [r for r in runs if evals[r].get("coverage") or evals[r].get("coverage_loss")]
+    for r in cov:
+        twin = [
+            q
+            for q in runs
+            if evals[q]["model"] == evals[r]["model"]
+            and bool(evals[q].get("pointer")) == bool(evals[r].get("pointer"))
+            and not (evals[q].get("coverage") or evals[q].get("coverage_loss"))
+        ]
+        for q in twin:
+            a = evals[r].get("beam", evals[r]["greedy"])["repeated_trigrams"]
+            c = evals[q].get("beam", evals[q]["greedy"])["repeated_trigrams"]
+            lines.append(
+                f"repeated 3-grams with coverage ({r}) {100 * a:.2f}% against "
+                f"{100 * c:.2f}% without ({q})"
+            )
+    return ("Copying: " + "; ".join(lines) + ".") if lines else ""
+
+
 def _bucket_verdict(runs, evals, buckets) -> str:
     none = [r for r in runs if evals[r]["model"] == "none" and r in buckets]
     att = [r for r in runs if evals[r]["model"] in ATTENTION[:3] and r in buckets]
@@ -234,6 +375,7 @@ def bench_table(bench: dict):
             f"{r['beam_batched_sentences_per_second']:.1f}",
             f"{r['beam_single_sentences_per_second']:.1f}",
             f"{r['beam_speedup']:.1f}x",
+            f"{r['step_row_cost_ratio']:.1f}x" if "step_row_cost_ratio" in r else "-",
             f"{r['greedy_batched_sentences_per_second']:.1f}",
             f"{r['peak_rss_mb']:,.0f}",
         ]
@@ -249,6 +391,7 @@ def bench_table(bench: dict):
                 "beam sent/s (batched)",
                 "beam sent/s (one at a time)",
                 "speed-up",
+                "step cost per row, 1 sentence / full batch",
                 "greedy sent/s (batched)",
                 "peak RSS MB",
             ],

@@ -31,16 +31,30 @@ from firth.nmt.decode import decode_corpus
 log = logging.getLogger(__name__)
 
 
-def loss_sum(model, batch, smoothing: float = 0.0) -> torch.Tensor:
-    """Summed cross-entropy over the batch's target tokens (padding ignored)."""
-    logits, _ = model(batch.src, batch.src_mask, batch.tgt_in)
-    return F.cross_entropy(
+def coverage_loss_sum(attention: torch.Tensor, tgt_mask: torch.Tensor):
+    """See et al.'s coverage loss summed over the real target steps:
+    sum_t sum_i min(a_ti, cov_ti) with cov_t = sum_{t' < t} a_t' (attention
+    (B, T, S), tgt_mask (B, T)). Zero when no source position is attended twice."""
+    coverage = attention.cumsum(1) - attention
+    return (torch.minimum(attention, coverage).sum(-1) * tgt_mask).sum()
+
+
+def loss_sum(
+    model, batch, smoothing: float = 0.0, coverage_loss: float = 0.0
+) -> torch.Tensor:
+    """Summed cross-entropy over the batch's target tokens (padding ignored), plus
+    ``coverage_loss`` times the coverage loss (training only)."""
+    logits, attn = model(batch.src, batch.src_mask, batch.tgt_in)
+    loss = F.cross_entropy(
         logits.reshape(-1, logits.shape[-1]),
         batch.tgt_out.reshape(-1),
         ignore_index=PAD,
         label_smoothing=smoothing,
         reduction="sum",
     )
+    if coverage_loss:
+        loss = loss + coverage_loss * coverage_loss_sum(attn, batch.tgt_out != PAD)
+    return loss
 
 
 @torch.no_grad()
@@ -57,10 +71,36 @@ def nll(model, src, tgt, *, batch_tokens: int, device) -> tuple[float, int]:
     return total, n
 
 
-def translate(model, tok, src, *, batch: int, a: float, b: int, device) -> list[str]:
-    """Greedy translations of encoded sources, in input order."""
+@torch.no_grad()
+def pointer_statistics(model, src, out, *, batch_tokens: int, device) -> dict:
+    """Teacher-forced over a pointer-generator's own outputs ``out`` (ids without
+    </s>): the mean p_gen over output tokens (</s> included), and the share of
+    output tokens whose probability came mostly (over half) from copying."""
+    was = model.training
+    model.eval()
+    p_sum, copied, n = 0.0, 0, 0
+    for idx in token_batches(src, out, batch_tokens):
+        b = make_batch(idx, src, out).to(device)
+        p_gen, share = model.copy_parts(b.src, b.src_mask, b.tgt_in, b.tgt_out)
+        real = b.tgt_out != PAD
+        p_sum += float(p_gen[real].double().sum())
+        copied += int((share[real] > 0.5).sum())
+        n += int(real.sum())
+    model.train(was)
+    return {
+        "mean_p_gen": round(p_sum / n, 6),
+        "copied_token_share": round(copied / n, 6),
+    }
+
+
+def translate(
+    model, tok, src, *, batch: int, a: float, b: int, device, oov=None
+) -> list[str]:
+    """Greedy translations of encoded sources, in input order (``oov``: each
+    sentence's copied unknown spans, for a pointer-generator)."""
     ids = decode_corpus(model, src, batch=batch, a=a, b=b, device=device)
-    return [decode(tok, x) for x in ids]
+    oov = oov or [()] * len(ids)
+    return [decode(tok, x, o) for x, o in zip(ids, oov, strict=True)]
 
 
 @dataclass
@@ -83,12 +123,15 @@ def train(
     seed: int,
     device: torch.device,
     epochs: float,
+    coverage_loss: float = 0.0,
+    valid_oov: list[list[str]] | None = None,
     checkpoint: Checkpoint | None = None,
     stop_after: int | None = None,
 ) -> TrainResult:
-    """Train ``model`` for ``epochs`` with the ``nmt.common`` settings ``cfg``.
-    ``stop_after``
-    (tests) stops after that many validations, as a kill would."""
+    """Train ``model`` for ``epochs`` with the ``nmt.common`` settings ``cfg``
+    (``coverage_loss``: its weight lambda; ``valid_oov``: the valid sentences'
+    copied unknown spans, for a pointer-generator). ``stop_after`` (tests) stops
+    after that many validations, as a kill would."""
     torch.manual_seed(seed)
     model.to(device)
 
@@ -105,7 +148,10 @@ def train(
     copy_bleu = None  # the copy-source baseline on the same valid verses
     if n_bleu:
         copy_bleu = sacrebleu.corpus_bleu(
-            [decode(tok, valid_src[i]) for i in bleu_idx],
+            [
+                decode(tok, valid_src[i], valid_oov[i] if valid_oov else ())
+                for i in bleu_idx
+            ],
             [[valid_refs[i] for i in bleu_idx]],
         ).score
     opt = torch.optim.AdamW(
@@ -154,7 +200,7 @@ def train(
         for g in opt.param_groups:
             g["lr"] = lr_at(step, total, warmup, cfg.lr)
         t0 = time.perf_counter()
-        loss = loss_sum(model, batch, cfg.label_smoothing)
+        loss = loss_sum(model, batch, cfg.label_smoothing, coverage_loss)
         opt.zero_grad(set_to_none=True)
         (loss / batch.tokens).backward()
         if cfg.clip:
@@ -188,6 +234,7 @@ def train(
                     a=cfg.max_len_a,
                     b=cfg.max_len_b,
                     device=device,
+                    oov=[valid_oov[i] for i in bleu_idx] if valid_oov else None,
                 )
                 bleu = sacrebleu.corpus_bleu(
                     hyps, [[valid_refs[i] for i in bleu_idx]]
