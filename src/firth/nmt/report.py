@@ -370,7 +370,7 @@ def _bucket_verdict(runs, evals, buckets) -> str:
 def bench_table(bench: dict):
     rows = [
         [
-            r["model"],
+            r.get("run", r["model"]),
             f"{r['train_target_tokens_per_second']:,.0f}",
             f"{r['beam_batched_sentences_per_second']:.1f}",
             f"{r['beam_single_sentences_per_second']:.1f}",
@@ -386,7 +386,7 @@ def bench_table(bench: dict):
         f"{bench['threads']} threads, beam {bench['beam']})",
         (
             [
-                "model",
+                "run",
                 "train target tokens/s",
                 "beam sent/s (batched)",
                 "beam sent/s (one at a time)",
