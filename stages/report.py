@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import subprocess
+from pathlib import Path
 
 from firth import runner
 from firth.config import load_sections
@@ -26,6 +27,24 @@ from firth.report import (
 
 def _maybe(path):
     return read_json(path) if path.exists() else None
+
+
+def _runs(folder: Path) -> tuple[dict, dict, dict, dict]:
+    """train.json, eval.json, eval_detail.json and curve.csv rows of every run
+    folder under ``folder`` that has an eval.json, each as {run: ...}."""
+    evals = {p.parent.name: read_json(p) for p in sorted(folder.glob("*/eval.json"))}
+    curves = {}
+    for r in evals:
+        path = folder / r / "curve.csv"
+        if path.exists():
+            with open(path, encoding="utf-8") as f:
+                curves[r] = list(csv.DictReader(f))
+    return (
+        {r: _maybe(folder / r / "train.json") or {} for r in evals},
+        evals,
+        {r: _maybe(folder / r / "eval_detail.json") or {} for r in evals},
+        curves,
+    )
 
 
 def _revision(root) -> str:
@@ -77,41 +96,15 @@ def body(args) -> None:
                 _maybe(root / "benchmarks" / "results" / "embeddings.json"),
             )
         )
-    lm = root / "reports" / "lm"
-    lm_evals = {p.parent.name: read_json(p) for p in sorted(lm.glob("*/eval.json"))}
-    if lm_evals:
-        curves = {}
-        for r in lm_evals:
-            path = lm / r / "curve.csv"
-            if path.exists():
-                with open(path, encoding="utf-8") as f:
-                    curves[r] = list(csv.DictReader(f))
+    lm_runs = _runs(root / "reports" / "lm")
+    if lm_runs[1]:
         sections.append(
-            lm_section(
-                {r: _maybe(lm / r / "train.json") or {} for r in lm_evals},
-                lm_evals,
-                {r: _maybe(lm / r / "eval_detail.json") or {} for r in lm_evals},
-                curves,
-                _maybe(root / "benchmarks" / "results" / "lm.json"),
-            )
+            lm_section(*lm_runs, _maybe(root / "benchmarks" / "results" / "lm.json"))
         )
-    nmt = root / "reports" / "nmt"
-    nmt_evals = {p.parent.name: read_json(p) for p in sorted(nmt.glob("*/eval.json"))}
-    if nmt_evals:
-        curves = {}
-        for r in nmt_evals:
-            path = nmt / r / "curve.csv"
-            if path.exists():
-                with open(path, encoding="utf-8") as f:
-                    curves[r] = list(csv.DictReader(f))
+    nmt_runs = _runs(root / "reports" / "nmt")
+    if nmt_runs[1]:
         sections.append(
-            nmt_section(
-                {r: _maybe(nmt / r / "train.json") or {} for r in nmt_evals},
-                nmt_evals,
-                {r: _maybe(nmt / r / "eval_detail.json") or {} for r in nmt_evals},
-                curves,
-                _maybe(root / "benchmarks" / "results" / "nmt.json"),
-            )
+            nmt_section(*nmt_runs, _maybe(root / "benchmarks" / "results" / "nmt.json"))
         )
     meta = {
         "code revision": _revision(root),
