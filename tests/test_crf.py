@@ -1,0 +1,167 @@
+"""The linear-chain CRF against brute-force enumeration of every tag sequence, the
+issue's worked example, and forward-backward marginals against autograd."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+import torch
+
+from firth.tagging.crf import CRF, FORBIDDEN, bio_constraints
+
+
+def brute_force(crf: CRF, em: torch.Tensor, n: int):
+    """Every sequence of length n: (log Z, best path, best score) over allowed ones,
+    by explicit enumeration with plain Python sums."""
+    k = crf.num_tags
+    trans = crf.transitions.detach().double()
+    start = crf.start.detach().double() if crf.start is not None else torch.zeros(k)
+    end = crf.end.detach().double() if crf.end is not None else torch.zeros(k)
+    scores = {}
+    for ys in itertools.product(range(k), repeat=n):
+        if not crf.allowed_first[ys[0]]:
+            continue
+        if any(not crf.allowed[a, b] for a, b in itertools.pairwise(ys)):
+            continue
+        s = float(start[ys[0]]) + sum(float(em[t, y]) for t, y in enumerate(ys))
+        s += sum(float(trans[a, b]) for a, b in itertools.pairwise(ys))
+        scores[ys] = s + float(end[ys[-1]])
+    log_z = math.log(sum(math.exp(v) for v in scores.values()))
+    best = max(scores, key=scores.get)
+    return log_z, list(best), scores[best], scores
+
+
+def random_case(seed: int, k: int, start_end: bool, constrained: bool):
+    g = torch.Generator().manual_seed(seed)
+    allowed = first = None
+    if constrained:
+        allowed = torch.rand(k, k, generator=g) > 0.3
+        allowed[:, 0] = True  # tag 0 is always reachable (like O)
+        first = torch.rand(k, generator=g) > 0.3
+        first[0] = True
+    crf = CRF(k, start_end=start_end, allowed=allowed, allowed_first=first)
+    with torch.no_grad():
+        crf.transitions.copy_(torch.randn(k, k, generator=g))
+        if start_end:
+            crf.start.copy_(torch.randn(k, generator=g))
+            crf.end.copy_(torch.randn(k, generator=g))
+    return crf, g
+
+
+@pytest.mark.parametrize("start_end", [False, True])
+@pytest.mark.parametrize("constrained", [False, True])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_log_z_and_viterbi_match_brute_force_with_padding(seed, start_end, constrained):
+    k = 3
+    crf, g = random_case(seed, k, start_end, constrained)
+    lengths = [4, 1, 3, 2]
+    em = torch.randn(len(lengths), max(lengths), k, generator=g).double()
+    crf.double()
+    mask = torch.tensor([[t < n for t in range(max(lengths))] for n in lengths])
+    with torch.no_grad():
+        log_z = crf.log_partition(em, mask)
+        paths, best = crf.viterbi(em, mask)
+    for i, n in enumerate(lengths):
+        ref_z, ref_path, ref_best, scores = brute_force(crf, em[i], n)
+        assert float(log_z[i]) == pytest.approx(ref_z, abs=1e-9)
+        assert paths[i] == ref_path
+        assert float(best[i]) == pytest.approx(ref_best, abs=1e-9)
+        # the gold-path score of a padded batch equals the enumerated one
+        tags = torch.zeros(len(lengths), max(lengths), dtype=torch.long)
+        tags[i, :n] = torch.tensor(ref_path)
+        gold = crf.score(em, tags, mask)[i].detach()
+        assert float(gold) == pytest.approx(ref_best, abs=1e-9)
+        # probabilities of all allowed sequences sum to one
+        total = sum(math.exp(s - float(log_z[i])) for s in scores.values())
+        assert total == pytest.approx(1.0, abs=1e-9)
+
+
+def test_padding_does_not_change_a_sentence():
+    crf, g = random_case(5, 4, True, True)
+    em = torch.randn(1, 3, 4, generator=g)
+    padded = torch.cat([em, torch.randn(1, 4, 4, generator=g) * 100], 1)
+    mask = torch.tensor([[True] * 3 + [False] * 4])
+    tags = torch.tensor([[0, 0, 0, 3, 3, 3, 3]])
+    assert torch.allclose(
+        crf.log_partition(em, mask[:, :3]), crf.log_partition(padded, mask)
+    )
+    assert crf.viterbi(em, mask[:, :3])[0] == crf.viterbi(padded, mask)[0]
+    assert torch.allclose(
+        crf.nll(em, tags[:, :3], mask[:, :3]), crf.nll(padded, tags, mask)
+    )
+
+
+def test_worked_example_from_the_issue():
+    crf = CRF(2, start_end=False)
+    with torch.no_grad():
+        crf.transitions.copy_(torch.tensor([[1.0, 2.0], [2.0, 1.0]]))
+    em = torch.tensor([[[3.0, 1.0], [1.0, 2.0], [2.0, 0.0]]])
+    mask = torch.ones(1, 3, dtype=torch.bool)
+    log_z = crf.log_partition(em, mask).detach()
+    assert float(log_z) == pytest.approx(11.1783, abs=1e-4)
+    paths, best = crf.viterbi(em, mask)
+    assert paths == [[0, 1, 0]]
+    assert float(best) == pytest.approx(11.0)
+    nll = crf.nll(em, torch.tensor([[0, 1, 0]]), mask).detach()
+    assert nll.shape == (1,)
+    assert float(nll) == pytest.approx(0.1783, abs=1e-4)
+
+
+def test_gradient_of_log_z_is_the_marginals():
+    crf, g = random_case(7, 4, True, True)
+    crf.double()
+    lengths = [5, 2, 4]
+    em = torch.randn(3, 5, 4, generator=g, dtype=torch.float64, requires_grad=True)
+    mask = torch.tensor([[t < n for t in range(5)] for n in lengths])
+    crf.log_partition(em, mask).sum().backward()
+    marg = crf.marginals(em.detach(), mask)
+    assert torch.allclose(em.grad, marg, atol=1e-10)
+    # marginals of real tokens sum to one; padding gets none
+    assert torch.allclose(marg.sum(-1), mask.double())
+
+
+def test_nll_is_per_sentence_and_nonnegative():
+    crf, g = random_case(3, 3, True, False)
+    em = torch.randn(5, 6, 3, generator=g)
+    mask = torch.tensor([[t < n for t in range(6)] for n in (6, 1, 3, 5, 2)])
+    tags = torch.randint(0, 3, (5, 6), generator=g)
+    nll = crf.nll(em, tags, mask)
+    assert nll.shape == (5,)
+    assert bool((nll >= -1e-5).all())
+
+
+def test_bio_constraints_forbid_i_after_o_or_another_type():
+    tags = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+    allowed, first = bio_constraints(tags)
+    ix = {t: i for i, t in enumerate(tags)}
+    assert allowed[ix["B-PER"], ix["I-PER"]] and allowed[ix["I-PER"], ix["I-PER"]]
+    assert not allowed[ix["O"], ix["I-PER"]]
+    assert not allowed[ix["B-LOC"], ix["I-PER"]]
+    assert not allowed[ix["I-LOC"], ix["I-PER"]]
+    assert allowed[ix["I-LOC"], ix["B-PER"]] and allowed[ix["O"], ix["O"]]
+    assert first.tolist() == [True, True, False, True, False]
+    # a POS tag set has no constraints
+    allowed, first = bio_constraints(["NN", "VB", "IN"])
+    assert bool(allowed.all()) and bool(first.all())
+
+
+def test_constrained_viterbi_never_breaks_bio_even_when_emissions_push_it():
+    tags = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+    allowed, first = bio_constraints(tags)
+    crf = CRF(len(tags), allowed=allowed, allowed_first=first)
+    g = torch.Generator().manual_seed(0)
+    em = torch.randn(64, 9, len(tags), generator=g) * 5
+    em[:, :, 2] += 8  # I-PER everywhere is what the emissions want
+    mask = torch.ones(64, 9, dtype=torch.bool)
+    paths, best = crf.viterbi(em, mask)
+    for path in paths:
+        names = [tags[i] for i in path]
+        assert not names[0].startswith("I-")
+        for a, b in itertools.pairwise(names):
+            if b.startswith("I-"):
+                assert a[2:] == b[2:]
+    # a forbidden transition costs FORBIDDEN in the score of that sequence
+    bad = torch.tensor([[0, 2] + [0] * 7])
+    assert float(crf.score(em[:1], bad, mask[:1])) < FORBIDDEN / 2
