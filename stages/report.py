@@ -23,6 +23,7 @@ from firth.report import (
     text_section,
     tokenizer_section,
 )
+from firth.tagging.report import tagging_section
 
 
 def _maybe(path):
@@ -106,12 +107,22 @@ def body(args) -> None:
         sections.append(
             nmt_section(*nmt_runs, _maybe(root / "benchmarks" / "results" / "nmt.json"))
         )
+    tag_train, tag_evals, _, tag_curves = _runs(root / "reports" / "tagging")
+    if tag_evals:
+        sections.append(
+            tagging_section(
+                tag_train,
+                tag_evals,
+                tag_curves,
+                _maybe(root / "benchmarks" / "results" / "tagger.json"),
+            )
+        )
     meta = {
         "code revision": _revision(root),
         "seed": str(seed),
         "built from": "reports/data/*.json, reports/tokenizers/*.csv, "
         "reports/embeddings/*/*.json, reports/lm/*/*, reports/nmt/*/*, "
-        "benchmarks/results/{embeddings,lm,nmt}.json, "
+        "reports/tagging/*/*, benchmarks/results/{embeddings,lm,nmt,tagger}.json, "
         "data/raw/*/*/SOURCE.json",
     }
     figures = {}

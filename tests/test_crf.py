@@ -164,4 +164,4 @@ def test_constrained_viterbi_never_breaks_bio_even_when_emissions_push_it():
                 assert a[2:] == b[2:]
     # a forbidden transition costs FORBIDDEN in the score of that sequence
     bad = torch.tensor([[0, 2] + [0] * 7])
-    assert float(crf.score(em[:1], bad, mask[:1])) < FORBIDDEN / 2
+    assert float(crf.score(em[:1], bad, mask[:1]).detach()) < FORBIDDEN / 2

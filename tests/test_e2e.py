@@ -75,9 +75,18 @@ def test_repro_then_noop_then_only_downstream(repo):
     lm_stages = {f"train-lm@{r}" for r in lm_runs} | {
         f"evaluate-lm@{r}" for r in lm_runs
     }
+    # the taggers' pretrained variant starts from the SGNS vectors
+    tagger_stages = {
+        f"{kind}-tagger@{r}"
+        for kind in ("train", "evaluate")
+        for r in params["tagger"]["runs"]
+    }
     assert (
         ran(third)
-        == {"subsample-text", "tokenizer-text", "report"} | embedding_stages | lm_stages
+        == {"subsample-text", "tokenizer-text", "report"}
+        | embedding_stages
+        | lm_stages
+        | tagger_stages
     )
 
     params["embeddings"]["glove"]["epochs"] = 3
@@ -103,6 +112,14 @@ def test_repro_then_noop_then_only_downstream(repo):
     md = (path / "reports" / "index.md").read_text()
     assert "## Translation" in md
     assert "copy-source baseline" in md
+
+    params["evaluate_tagger"]["examples"] = 1
+    (path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    seventh = run(["dvc", "repro"], path, env)
+    assert ran(seventh) == {
+        f"evaluate-tagger@{r}" for r in params["tagger"]["runs"]
+    } | {"report"}
+    assert "## Sequence labelling" in (path / "reports" / "index.md").read_text()
 
 
 def test_prefect_flow_runs_every_stage_in_order(repo):

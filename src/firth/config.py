@@ -295,8 +295,14 @@ def _domain_sections() -> dict[str, type[BaseModel]]:
     """Sections whose schema lives with its domain (a change there reruns only the
     stages of that domain)."""
     from firth.nmt.config import EvaluateNmt, Nmt
+    from firth.tagging.config import EvaluateTagger, Tagger
 
-    return {"nmt": Nmt, "evaluate_nmt": EvaluateNmt}
+    return {
+        "nmt": Nmt,
+        "evaluate_nmt": EvaluateNmt,
+        "tagger": Tagger,
+        "evaluate_tagger": EvaluateTagger,
+    }
 
 
 SECTIONS: dict[str, type[BaseModel]] = {

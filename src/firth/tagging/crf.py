@@ -114,7 +114,9 @@ class CRF(nn.Module):
             out.append(alpha)
         return out
 
-    def log_partition(self, emissions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def log_partition(
+        self, emissions: torch.Tensor, mask: torch.Tensor
+    ) -> torch.Tensor:
         """log Z per sentence, (B,)."""
         self._check(emissions, mask)
         mask = mask.bool()
@@ -161,9 +163,10 @@ class CRF(nn.Module):
             beta = torch.where(mask[:, t + 1, None], nxt, beta)
             betas[t] = beta
         log_z = torch.logsumexp(alphas[-1] + self.last(), dim=1)
-        post = torch.stack(
-            [a + b for a, b in zip(alphas, betas, strict=True)], 1
-        ) - log_z[:, None, None]
+        post = (
+            torch.stack([a + b for a, b in zip(alphas, betas, strict=True)], 1)
+            - log_z[:, None, None]
+        )
         return post.exp() * mask.unsqueeze(2)
 
     # -- decoding ---------------------------------------------------------------

