@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup lint flow bench bench-embeddings bench-lm bench-nmt clean-venv
+.PHONY: run test setup lint flow bench bench-embeddings bench-lm bench-nmt bench-tagger clean-venv
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -48,6 +48,11 @@ bench-lm: $(STAMP)
 # ~10 min on 2 cores); needs `make run` first (the data, tokenizer and trained models).
 bench-nmt: $(STAMP)
 	$(BIN)/python benchmarks/nmt.py
+
+# Tagger training and decoding speed (batched Viterbi vs one sentence at a time,
+# ~2 min on 2 cores); needs `make run` first (the data and trained taggers).
+bench-tagger: $(STAMP)
+	$(BIN)/python benchmarks/tagger.py
 
 clean-venv:
 	rm -rf $(VENV)

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing as mp
 import platform
 import resource
 import statistics
 import sys
 import time
 from pathlib import Path
+
+from common import in_fresh_process, machine, write_result
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
@@ -80,15 +81,9 @@ def _one(method: str, seed: int, corpus: str, params: str, threads: int, queue) 
 
 
 def run_one(method, seed, corpus, params, threads) -> dict:
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    proc = ctx.Process(target=_one, args=(method, seed, corpus, params, threads, queue))
-    proc.start()
-    row = queue.get()
-    proc.join()
-    if proc.exitcode:
-        raise RuntimeError(f"{method} seed {seed} failed ({proc.exitcode})")
-    return row
+    return in_fresh_process(
+        _one, method, seed, corpus, params, threads, label=f"{method} seed {seed}"
+    )
 
 
 def summarise(rows: list[dict]) -> dict:
@@ -132,11 +127,7 @@ def main(argv=None) -> None:
         "command": " ".join(
             ["python benchmarks/embeddings.py", *(argv or sys.argv[1:])]
         ),
-        "machine": {
-            "platform": platform.platform(),
-            "processor": platform.processor(),
-            "cpus": mp.cpu_count(),
-        },
+        "machine": {**machine(), "processor": platform.processor()},
         "corpus": str(Path(args.corpus).resolve().relative_to(ROOT))
         if Path(args.corpus).resolve().is_relative_to(ROOT)
         else args.corpus,
@@ -169,11 +160,7 @@ def main(argv=None) -> None:
         )
         for m, e in summary.items()
     }
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".tmp")
-    tmp.write_text(json.dumps(result, indent=2) + "\n")
-    tmp.replace(out)
+    write_result(args.out, result)
     print(json.dumps({k: result[k] for k in result if k != "rows"}, indent=2))
 
 

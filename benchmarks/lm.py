@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing as mp
-import platform
 import resource
 import sys
 import time
 from pathlib import Path
+
+from common import in_fresh_process, machine, write_result
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
@@ -156,34 +156,26 @@ def main(argv=None) -> None:
     )
     p.add_argument("--out", default=str(ROOT / "benchmarks/results/lm.json"))
     args = p.parse_args(argv)
-    ctx = mp.get_context("spawn")
     rows = []
     for order in args.orders:
-        queue = ctx.Queue()
-        proc = ctx.Process(target=_kn, args=(order, args.train, args.test, queue))
-        proc.start()
-        rows.append(queue.get())
-        proc.join()
+        rows.append(
+            in_fresh_process(
+                _kn, order, args.train, args.test, label=f"kn order {order}"
+            )
+        )
         print(json.dumps(rows[-1]), flush=True)
+    spec = {k: getattr(args, k) for k in ("params", "device", "steps", "train", "test")}
     for family in args.families:
-        queue = ctx.Queue()
-        spec = {
-            k: getattr(args, k) for k in ("params", "device", "steps", "train", "test")
-        }
-        proc = ctx.Process(target=_neural, args=(family, spec, queue))
-        proc.start()
-        rows.append(queue.get())
-        proc.join()
+        rows.append(in_fresh_process(_neural, family, spec, label=family))
         print(json.dumps(rows[-1]), flush=True)
-    result = {
-        "command": " ".join(["python benchmarks/lm.py", *(argv or sys.argv[1:])]),
-        "machine": {"platform": platform.platform(), "cpus": mp.cpu_count()},
-        "rows": rows,
-    }
-    out = Path(args.out)
-    tmp = out.with_suffix(".tmp")
-    tmp.write_text(json.dumps(result, indent=2) + "\n")
-    tmp.replace(out)
+    write_result(
+        args.out,
+        {
+            "command": " ".join(["python benchmarks/lm.py", *(argv or sys.argv[1:])]),
+            "machine": machine(),
+            "rows": rows,
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing as mp
-import platform
 import resource
 import sys
 import time
 from pathlib import Path
+
+from common import in_fresh_process, machine, write_result
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
@@ -199,30 +199,23 @@ def main(argv=None) -> None:
     runs = args.runs or list(
         yaml.safe_load(open(args.params, encoding="utf-8"))["nmt"]["runs"]
     )
-    ctx = mp.get_context("spawn")
     rows = []
     keys = ("params", "device", "steps", "beam", "every", "repeat")
     spec = {k: getattr(args, k) for k in keys}
     for run in runs:
-        queue = ctx.Queue()
-        proc = ctx.Process(target=_bench, args=(run, spec, queue))
-        proc.start()
-        rows.append(queue.get())
-        proc.join()
+        rows.append(in_fresh_process(_bench, run, spec, label=run))
         print(json.dumps(rows[-1]), flush=True)
-    result = {
-        "command": " ".join(["python benchmarks/nmt.py", *(argv or sys.argv[1:])]),
-        "machine": {"platform": platform.platform(), "cpus": mp.cpu_count()},
-        "device": args.device,
-        "threads": torch.get_num_threads(),
-        "beam": args.beam,
-        "models": rows,
-    }
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".tmp")
-    tmp.write_text(json.dumps(result, indent=2) + "\n")
-    tmp.replace(out)
+    write_result(
+        args.out,
+        {
+            "command": " ".join(["python benchmarks/nmt.py", *(argv or sys.argv[1:])]),
+            "machine": machine(),
+            "device": args.device,
+            "threads": torch.get_num_threads(),
+            "beam": args.beam,
+            "models": rows,
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -11,14 +11,14 @@ resident memory (dvc itself and the stage command it spawns). Run after a first
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import re
 import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
+
+from common import machine, write_result
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBE = (
@@ -97,21 +97,14 @@ def main() -> None:
     result = {
         "benchmark": "stages",
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": {
-            "cpus": os.cpu_count(),
-            "platform": platform.platform(),
-            "python": platform.python_version(),
-        },
+        "machine": machine(),
         "total_seconds": total,
         "max_peak_rss_mb": max(r["peak_rss_mb"] for r in rows),
         "stages": rows,
         "note": "each stage forced with dvc repro --force --single-item; includes "
         "dvc's own start-up (about 1 s per stage); downloads already cached",
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.out.with_suffix(".tmp")
-    tmp.write_text(json.dumps(result, indent=2) + "\n")
-    tmp.replace(args.out)
+    write_result(args.out, result)
     print(f"total {total} s -> {args.out}")
 
 

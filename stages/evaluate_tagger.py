@@ -64,7 +64,7 @@ def body(args) -> None:
     def score(pred):
         return scores(gold, pred, tokens=tokens, train_forms=forms, bio=bio)
 
-    models, examples, known = [], {}, 0
+    models, examples, known = [], {}, {}
     for init in trained["inits"]:
         vocab = Vocab.from_json(json.loads((folder / f"vocab-{init}.json").read_text()))
         enc = encode(vocab, te)
@@ -80,8 +80,9 @@ def body(args) -> None:
             log.info("%s %s seed %d: %.4f", args.run, init, seed, headline(s))
             if init not in examples:
                 examples[init] = _examples(te, pred, ev.examples)
-        if init != "random":
-            known = sum(norm(w) in vocab.word_ix for toks in tokens for w in toks)
+        known[init] = sum(norm(w) in vocab.word_ix for t in tokens for w in t) / sum(
+            map(len, tokens)
+        )
     summary = {}
     for init in trained["inits"]:
         rows = [m for m in models if m["init"] == init]
@@ -103,7 +104,9 @@ def body(args) -> None:
             "test_tokens": sum(map(len, tokens)),
             "test_oov_share": sum(w not in forms for t in tokens for w in t)
             / sum(map(len, tokens)),
-            "test_tokens_in_pretrained_vocab": known / sum(map(len, tokens)),
+            # share of test tokens whose normalised form has a row of its own in
+            # each initialisation's vocabulary (pretrained: training + vector words)
+            "test_tokens_in_vocab": known,
             "inits": trained["inits"],
             "seeds": trained["seeds"],
             "summary": summary,

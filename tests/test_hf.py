@@ -76,3 +76,45 @@ def test_hf_tagged_class_labels_become_names(tmp_path):
     assert (tmp_path / "out" / "train.conll").read_text() == (
         "Ada\tB-PER\nLovelace\tI-PER\nwrote\tO\n\n"
     )
+
+
+def test_registered_parquet_export_reads_one_config_folder(tmp_path, monkeypatch):
+    """ud-en-ewt and conll2003 read the hub's parquet export (one folder per config,
+    one folder per split); here a local copy of that layout stands in for the hub."""
+    import dataclasses
+
+    import datasets
+
+    from firth.sources import registry
+
+    upos = datasets.ClassLabel(names=["NOUN", "VERB", "PUNCT"])
+    features = datasets.Features(
+        {
+            "tokens": datasets.Sequence(datasets.Value("string")),
+            "upos": datasets.Sequence(upos),
+        }
+    )
+    export = tmp_path / "export"
+    for config, word in (("en_ewt", "dogs"), ("fr_gsd", "chiens")):
+        for split in ("train", "validation", "test"):
+            (export / config / split).mkdir(parents=True)
+            datasets.Dataset.from_dict(
+                {"tokens": [[word, "bark", "."]], "upos": [[0, 1, 2]]},
+                features=features,
+            ).to_parquet(str(export / config / split / "0000.parquet"))
+    spec = registry.REGISTRY["ud-en-ewt"]
+    assert spec.revision == "refs/convert/parquet" and spec.data_dir == "en_ewt"
+    assert registry.REGISTRY["conll2003"].data_dir == "conll2003"
+    local = dataclasses.replace(spec, id=str(export), revision="")
+    monkeypatch.setitem(registry.REGISTRY, "ud-en-ewt", local)
+    rec = fetch("ud-en-ewt", "ud-en-ewt", tmp_path / "out", cache_dir=tmp_path)
+    assert rec["data_dir"] == "en_ewt"
+    assert rec["counts"] == {
+        "train_sentences": 1,
+        "valid_sentences": 1,
+        "test_sentences": 1,
+    }
+    for split in ("train", "valid", "test"):
+        assert (tmp_path / "out" / f"{split}.conll").read_text() == (
+            "dogs\tNOUN\nbark\tVERB\n.\tPUNCT\n\n"
+        )

@@ -123,13 +123,14 @@ def _fetch_into(
         return _hf(
             spec.id,
             spec.config,
-            "",
+            spec.revision,
             "",
             spec.fields,
             spec.format,
             None,
             spec.license,
             out,
+            data_dir=spec.data_dir,
         )
     if spec.kind == "url":
         return _url(
@@ -378,6 +379,8 @@ def _hf(
     splits: dict[str, str] | None,
     license: str,
     out: Path,
+    *,
+    data_dir: str = "",
 ) -> dict:
     counts: dict[str, int] = {}
     records = hf.load(
@@ -385,6 +388,7 @@ def _hf(
         config=config,
         revision=revision,
         data_files=data_files,
+        data_dir=data_dir,
         fields=fields,
         fmt=fmt,
         splits=splits,
@@ -425,6 +429,7 @@ def _hf(
         "config": config,
         "revision": revision,
         "data_files": data_files,
+        "data_dir": data_dir,
         "fields": fields,
         "sha256": sha256_tree(out),
         "license": license,

@@ -50,6 +50,7 @@ def load(
     config: str = "",
     revision: str = "",
     data_files: str = "",
+    data_dir: str = "",
     fields: dict[str, str],
     fmt: str,
     splits: dict[str, str] | None = None,
@@ -70,6 +71,8 @@ def load(
         kwargs["revision"] = revision
     if data_files:
         kwargs["data_files"] = data_files
+    if data_dir:
+        kwargs["data_dir"] = data_dir
     try:
         dsd = datasets.load_dataset(dataset_id, **kwargs)
     except Exception as exc:  # datasets raises many types; all mean "cannot load"

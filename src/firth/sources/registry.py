@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 GENSIM = "gensim==4.4.0"
 GENSIM_DATA = "gensim/test/test_data/"
+PARQUET_EXPORT = "refs/convert/parquet"
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,11 @@ class Registered:
     sha256: str = ""
     id: str = ""
     config: str = ""
+    # hf datasets whose loading script the installed `datasets` no longer runs are
+    # read from the hub's parquet export: revision refs/convert/parquet, one
+    # folder per config (data_dir)
+    revision: str = ""
+    data_dir: str = ""
     fields: dict[str, str] = field(default_factory=dict)
     license: str = ""
     description: str = ""
@@ -132,9 +138,21 @@ REGISTRY: dict[str, Registered] = {
         kind="hf",
         format="tagged",
         id="eriktks/conll2003",
+        revision=PARQUET_EXPORT,
+        data_dir="conll2003",
         fields={"tokens": "tokens", "tags": "ner_tags"},
         license="Reuters RCV1 (research licence from NIST); CoNLL-2003 annotations",
         description="CoNLL-2003 English NER",
+    ),
+    "ud-en-ewt": Registered(
+        kind="hf",
+        format="tagged",
+        id="universal-dependencies/universal_dependencies",
+        revision=PARQUET_EXPORT,
+        data_dir="en_ewt",
+        fields={"tokens": "tokens", "tags": "upos"},
+        license="UD English-EWT, CC BY-SA 4.0",
+        description="Universal Dependencies English Web Treebank, gold tokens, UPOS",
     ),
     "snli": Registered(
         kind="hf",

@@ -120,7 +120,8 @@ def tagging_section(
         sec.figures.append(
             (
                 "Validation score (entity F1 for NER, accuracy for POS) per epoch, "
-                "mean over seeds",
+                "mean over the seeds still training at that epoch (early stopping "
+                "ends some seeds sooner)",
                 fig,
             )
         )
@@ -226,12 +227,8 @@ def _curves_figure(runs, evals, train, curves) -> bytes | None:
                 )
         ax.set_title(data)
         ax.set_xlabel("epoch")
-        ax.set_ylabel(
-            "valid entity F1"
-            if evals[runs[0]]["scheme"] == "BIO"
-            and data in {evals[r]["data"] for r in runs if evals[r]["scheme"] == "BIO"}
-            else "valid accuracy"
-        )
+        bio = any(evals[r]["scheme"] == "BIO" for r in runs if evals[r]["data"] == data)
+        ax.set_ylabel("valid entity F1" if bio else "valid accuracy")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     return _png(fig)

@@ -1,0 +1,49 @@
+"""What the benchmark scripts share: each measurement in a fresh process (so its
+peak memory and its warm caches are its own), a description of the machine, and the
+result written atomically as JSON."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import platform
+import queue as queue_module
+from pathlib import Path
+
+
+def in_fresh_process(target, *args, label: str) -> dict:
+    """Run ``target(*args, queue)`` in a spawned process and return the row it puts
+    on the queue; a process that dies without one stops the benchmark, named."""
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=target, args=(*args, queue))
+    proc.start()
+    while True:
+        try:
+            row = queue.get(timeout=5)
+            break
+        except queue_module.Empty:
+            if not proc.is_alive():
+                raise SystemExit(
+                    f"{label}: the benchmark process ended without a result "
+                    f"(exit code {proc.exitcode})"
+                ) from None
+    proc.join()
+    return row
+
+
+def machine() -> dict:
+    return {
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+    }
+
+
+def write_result(path: str | Path, result: dict) -> None:
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text(json.dumps(result, indent=2) + "\n")
+    tmp.replace(out)

@@ -1,0 +1,198 @@
+"""Benchmark the taggers on the default data: training sentences per second (the
+forward pass, the head's loss, backward, clipping and the Adam step over real
+shuffled batches with the settings of params.yaml's tagger section), and decoding:
+batched Viterbi over the CRF's emissions against the same Viterbi called one
+sentence at a time (the emissions are computed once, so only the decoder is timed;
+the paths must agree), and the whole tagger's batched decoding (emissions and
+decoder) in sentences per second.
+
+    python benchmarks/tagger.py                      # every run in tagger.runs
+    python benchmarks/tagger.py --runs wnut16-crf --device cuda
+
+Decoding uses the trained weights in data/taggers/<run>/random-seed<first seed>.pt
+when they exist, else fresh weights, as the "weights" field says; Viterbi is timed
+on every sentence of the training split (the larger set) with the training split's
+vocabulary. Each run is timed in a fresh process; every timing is the fastest of
+``--repeat`` passes. Writes benchmarks/results/tagger.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import sys
+import time
+from pathlib import Path
+
+from common import in_fresh_process, machine, write_result
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+
+def _sync(device):
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _best(fn, repeat: int, device) -> float:
+    times = []
+    for _ in range(repeat):
+        _sync(device)
+        t0 = time.perf_counter()
+        fn()
+        _sync(device)
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def _bench(run: str, spec: dict, queue) -> None:
+    import torch
+
+    from firth.config import load_sections
+    from firth.lm.train import resolve_device
+    from firth.tagging.data import Vocab, encode, length_batches, make_batch, read_split
+    from firth.tagging.models import build_tagger
+
+    cfg, _ = load_sections("tagger", spec["params"])
+    c, r = cfg.common, cfg.runs[run]
+    if c.threads:
+        torch.set_num_threads(c.threads)
+    device = resolve_device(spec["device"])
+    data = ROOT / "data" / "subsampled" / "tagged" / r.data
+    train = read_split(data / "train.conll")
+    folder = ROOT / "data" / "taggers" / run
+    weights = folder / f"random-seed{cfg.seeds[0]}.pt"
+    vocab = Vocab.build(train)
+    if (folder / "vocab-random.json").exists():
+        vocab = Vocab.from_json(json.loads((folder / "vocab-random.json").read_text()))
+    enc = encode(vocab, train)
+    torch.manual_seed(cfg.seeds[0])
+    model = build_tagger(vocab, r.head, c).to(device)
+    opt = torch.optim.Adam(model.parameters(), lr=c.lr)
+    order = random.Random(0).sample(range(len(train)), len(train))
+    batches = [order[i : i + c.batch] for i in range(0, len(order), c.batch)]
+    batches = batches[: spec["steps"]]
+    prepared = [make_batch(enc, idx).to(device) for idx in batches]
+
+    def train_pass():
+        model.train()
+        for b in prepared:
+            loss = model.loss(b)
+            opt.zero_grad(set_to_none=True)
+            (loss / b.words.shape[0]).backward()
+            if c.clip:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), c.clip)
+            opt.step()
+
+    train_pass()  # warm-up
+    train_s = _best(train_pass, spec["repeat"], device)
+    n_train = sum(len(idx) for idx in batches)
+    used = "fresh"
+    if weights.exists():
+        model.load_state_dict(torch.load(weights, weights_only=True))
+        used = str(weights.relative_to(ROOT))
+    model.eval()
+    eval_batches = [
+        make_batch(enc, idx).to(device)
+        for idx in length_batches([len(w) for w in enc.words], spec["batch"])
+    ]
+
+    def decode_all():
+        with torch.no_grad():
+            for b in eval_batches:
+                model.decode(b)
+
+    decode_all()
+    decode_s = _best(decode_all, spec["repeat"], device)
+    row = {
+        "run": run,
+        "data": r.data,
+        "head": r.head,
+        "chars": c.chars,
+        "threads": torch.get_num_threads(),
+        "weights": used,
+        "train_sentences_timed": n_train,
+        "train_sentences_per_second": round(n_train / train_s, 1),
+        "decode_sentences": len(train),
+        "decode_batch": spec["batch"],
+        "decode_sentences_per_second": round(len(train) / decode_s, 1),
+    }
+    if model.crf is not None:
+        with torch.no_grad():
+            ems = [(model.emissions(b), b.mask) for b in eval_batches]
+            singles = [
+                (em[i : i + 1, : int(m[i].sum())], m[i : i + 1, : int(m[i].sum())])
+                for em, m in ems
+                for i in range(em.shape[0])
+            ]
+        batched_paths = [p for em, m in ems for p in model.crf.viterbi(em, m)[0]]
+        loop_paths = [model.crf.viterbi(em, m)[0][0] for em, m in singles]
+        if batched_paths != loop_paths:
+            raise SystemExit(f"{run}: batched and per-sentence Viterbi disagree")
+
+        def batched():
+            for em, m in ems:
+                model.crf.viterbi(em, m)
+
+        def loop():
+            for em, m in singles:
+                model.crf.viterbi(em, m)
+
+        b_s = _best(batched, spec["repeat"], device)
+        l_s = _best(loop, spec["repeat"], device)
+        row.update(
+            viterbi_batched_sentences_per_second=round(len(singles) / b_s, 1),
+            viterbi_loop_sentences_per_second=round(len(singles) / l_s, 1),
+            viterbi_speedup=round(l_s / b_s, 2),
+            viterbi_paths_identical=True,
+        )
+    row["peak_rss_mb"] = round(
+        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1
+    )
+    queue.put(row)
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--params", default=str(ROOT / "params.yaml"))
+    p.add_argument("--runs", nargs="*", default=None, help="default: every run")
+    p.add_argument("--device", default="cpu", help="cpu | cuda | auto")
+    p.add_argument("--steps", type=int, default=40, help="timed training batches")
+    p.add_argument("--batch", type=int, default=64, help="decoding batch (sentences)")
+    p.add_argument("--repeat", type=int, default=3, help="timed passes (the fastest)")
+    p.add_argument("--out", default=str(ROOT / "benchmarks/results/tagger.json"))
+    args = p.parse_args(argv)
+    import torch
+    import yaml
+
+    runs = args.runs or list(
+        yaml.safe_load(open(args.params, encoding="utf-8"))["tagger"]["runs"]
+    )
+    keys = ("params", "device", "steps", "batch", "repeat")
+    spec = {k: getattr(args, k) for k in keys}
+    rows = []
+    for run in runs:
+        rows.append(in_fresh_process(_bench, run, spec, label=run))
+        print(json.dumps(rows[-1]), flush=True)
+    write_result(
+        args.out,
+        {
+            "command": " ".join(
+                ["python benchmarks/tagger.py", *(argv or sys.argv[1:])]
+            ),
+            "machine": machine(),
+            "device": args.device,
+            "threads": rows[0]["threads"] if rows else None,
+            "torch": torch.__version__,
+            "runs": rows,
+        },
+    )
+
+
+if __name__ == "__main__":
+    main()
