@@ -6,7 +6,11 @@ chrF, chrF++ for both, test perplexity), reports/nmt/<run>/eval_detail.json
 data/nmt-eval/<run>/test.tsv.
 
 ``copy-source`` (not a run name) scores the copy-source baseline the same way:
-every output is its source."""
+every output is its source.
+
+Every score is also given on the clean and dirty test verses of the contamination
+audit (data/audit/parallel/flags.tsv, stage audit-parallel): eval.json's
+``contamination`` holds BLEU and chrF on all / dirty / clean verses."""
 
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ import time
 import torch
 
 from firth import runner
+from firth.audit.scores import read_flags, split_scores
 from firth.config import load_section, load_sections
 from firth.errors import ConfigError, DataError
 from firth.io import atomic_path, write_json
@@ -168,6 +173,10 @@ def body(args) -> None:
                 }
             )
     refs = list(test.target)
+    dirty = read_flags(
+        args.root / "data" / "audit" / "parallel" / "flags.tsv", test.ids
+    )
+    result["contamination"] = {}
     detail["signatures"] = {}
     detail["buckets"] = {}
     detail["examples"] = {}
@@ -180,6 +189,15 @@ def body(args) -> None:
             "mean_words": round(sum(len(h.split()) for h in hyps) / len(hyps), 3),
         }
         detail["signatures"] = sigs
+        result["contamination"][name] = {
+            metric: split_scores(
+                lambda idx, m=metric, h=hyps: corpus_scores(
+                    [h[i] for i in idx], [refs[i] for i in idx]
+                )[0][m],
+                dirty,
+            )
+            for metric in ("bleu", "chrf")
+        }
         detail["buckets"][name] = bucket_scores(hyps, refs, test.source, ev.buckets)
         detail["examples"][name] = best_and_worst(
             test.ids, test.source, hyps, refs, ev.examples

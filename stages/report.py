@@ -105,7 +105,11 @@ def body(args) -> None:
     nmt_runs = _runs(root / "reports" / "nmt")
     if nmt_runs[1]:
         sections.append(
-            nmt_section(*nmt_runs, _maybe(root / "benchmarks" / "results" / "nmt.json"))
+            nmt_section(
+                *nmt_runs,
+                _maybe(root / "benchmarks" / "results" / "nmt.json"),
+                _maybe(root / "reports" / "audit" / "parallel.json"),
+            )
         )
     tag_train, tag_evals, _, tag_curves = _runs(root / "reports" / "tagging")
     if tag_evals:
@@ -122,7 +126,8 @@ def body(args) -> None:
         "seed": str(seed),
         "built from": "reports/data/*.json, reports/tokenizers/*.csv, "
         "reports/embeddings/*/*.json, reports/lm/*/*, reports/nmt/*/*, "
-        "reports/tagging/*/*, benchmarks/results/{embeddings,lm,nmt,tagger}.json, "
+        "reports/tagging/*/*, reports/audit/*.json, "
+        "benchmarks/results/{embeddings,lm,nmt,tagger}.json, "
         "data/raw/*/*/SOURCE.json",
     }
     figures = {}

@@ -16,7 +16,7 @@ from conftest import ROOT
 
 from firth.bpe import train_bpe
 from firth.sources import bible
-from stages import evaluate_nmt, report, train_nmt
+from stages import audit, evaluate_nmt, report, train_nmt
 
 RUNS = ["none", "bahdanau", "transformer", "target-lm", "pointer"]
 
@@ -41,7 +41,8 @@ def project(tmp_path_factory):
     root = tmp_path_factory.mktemp("nmt")
     params = yaml.safe_load((ROOT / "profiles" / "tiny.yaml").read_text())
     kjv, web, train, held = _verses()
-    valid, test = held[::2][:24], held[1::2][:24]
+    # two training verses planted in test: the contamination audit must flag them
+    valid, test = held[::2][:24], held[1::2][:22] + train[:2]
     params["evaluate_nmt"]["heatmaps"] = [str(test[0])]
     (root / "params.yaml").write_text(yaml.safe_dump(params))
     par = root / "data" / "subsampled" / "parallel"
@@ -53,6 +54,7 @@ def project(tmp_path_factory):
     train_bpe(lines, model="char", vocab_size=400, min_frequency=2).save(
         str(tok / "tokenizer.json")
     )
+    audit.main(["--root", str(root)])
     for r in RUNS:
         train_nmt.main(["--root", str(root), r])
         evaluate_nmt.main(["--root", str(root), r])
@@ -99,6 +101,35 @@ def test_scores_match_sacrebleu_on_the_written_outputs(project, run):
         assert sum(b["n"] for b in d["buckets"][kind]) == len(test)
     assert d["signatures"]["bleu"].startswith("nrefs:1|case:mixed|eff:no|tok:13a")
     assert "nw:2" in d["signatures"]["chrf++"]
+
+
+@pytest.mark.parametrize("run", ["bahdanau", "copy-source"])
+def test_clean_and_dirty_scores_are_sacrebleu_on_the_audited_subsets(project, run):
+    with open(project / "data/audit/parallel/flags.tsv", encoding="utf-8") as f:
+        flags = {r["id"]: r["dirty"] == "1" for r in csv.DictReader(f, delimiter="\t")}
+    test = _tests(project)
+    assert [flags[t[0]] for t in test[-2:]] == [True, True]  # the planted verses
+    e = _json(project, "reports", "nmt", run, "eval.json")
+    out = _translations(project, run)
+    refs = [t[2] for t in test]
+    dirty = [flags[t[0]] for t in test]
+    for kind in ("greedy", "beam"):
+        hyps = [o[kind] for o in out]
+        for metric, fn in (
+            ("bleu", sacrebleu.corpus_bleu),
+            ("chrf", sacrebleu.corpus_chrf),
+        ):
+            c = e["contamination"][kind][metric]
+            for part, keep in (("dirty", True), ("clean", False)):
+                h = [x for x, d in zip(hyps, dirty, strict=True) if d == keep]
+                r = [x for x, d in zip(refs, dirty, strict=True) if d == keep]
+                assert c[part] == pytest.approx(fn(h, [r]).score, abs=1e-4)
+            assert c["n_dirty"] == sum(dirty) and c["n_all"] == len(test)
+            assert c["clean_vs_all"] == pytest.approx(
+                (c["clean"] - c["all"]) / c["all"]
+            )
+    audit = _json(project, "reports", "audit", "parallel.json")
+    assert audit["dirty"] == sum(dirty) and audit["sides"]["target"]["n"] >= 8
 
 
 def test_target_lm_ignores_the_source(project):

@@ -294,10 +294,12 @@ class EvaluateLm(Section):
 def _domain_sections() -> dict[str, type[BaseModel]]:
     """Sections whose schema lives with its domain (a change there reruns only the
     stages of that domain)."""
+    from firth.audit.config import Audit
     from firth.nmt.config import EvaluateNmt, Nmt
     from firth.tagging.config import EvaluateTagger, Tagger
 
     return {
+        "audit": Audit,
         "nmt": Nmt,
         "evaluate_nmt": EvaluateNmt,
         "tagger": Tagger,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
+from firth.audit.report import audit_sentence, contamination_table
 from firth.report import Section, _num, _png
 
 NAMES = {
@@ -47,6 +48,7 @@ def nmt_section(
     details: dict[str, dict],
     curves: dict[str, list[dict]],
     bench: dict | None,
+    audit: dict | None = None,
 ) -> Section:
     runs = _order(evals)
     n = next(iter(evals.values()))["test_pairs"]
@@ -221,6 +223,21 @@ def nmt_section(
                     (["", "verse", "chrF", "source", "output", "reference"], rows),
                 )
             )
+    rows = [
+        (r, evals[r]["contamination"]["beam"])
+        for r in runs
+        if "beam" in evals[r].get("contamination", {})
+    ]
+    if audit and rows:
+        sec.intro += "\n\n" + audit_sentence(audit, "test verses")
+        sec.tables.append(
+            contamination_table(
+                rows,
+                ["bleu", "chrf"],
+                "Beam scores on all / dirty / clean test verses (GPT-3 format; "
+                "clean vs all = (clean - all) / all)",
+            )
+        )
     if bench:
         sec.tables.append(bench_table(bench))
     return sec
