@@ -1,11 +1,19 @@
-"""DVC stage audit-parallel: the contamination audit of the translation test set
-(data/subsampled/parallel/test.tsv) against the training pairs the models saw:
-each test verse's source side against the training sources and its target side
-against the training targets, by n-gram overlap, exact duplicates and MinHash
-near duplicates (firth.audit.overlap) -> data/audit/parallel/flags.tsv (one row
-per test id; dirty = any test on either side) and reports/audit/parallel.json
-(counts, n, the most repeated dirty verses). evaluate-nmt reads the flags and
-scores the clean and dirty subsets."""
+"""DVC stages audit-parallel and audit-tagged@<name>: contamination audits of an
+evaluation set against every corpus its models could have seen, by n-gram overlap,
+exact duplicates and MinHash near duplicates (firth.audit.overlap).
+
+- ``parallel``: each translation test verse (data/subsampled/parallel/test.tsv),
+  its source side against the training sources and its target side against the
+  training targets.
+- ``tagged <name>``: each test sentence of data/subsampled/tagged/<name>/ against
+  the training sentences, and (n-gram overlap only: its lines are whole documents)
+  against the text corpus the pretrained word vectors were trained on
+  (data/subsampled/text/train.txt).
+
+Writes data/audit/<kind>[/<name>]/flags.tsv (one row per test example, in test
+order; dirty = any test against any corpus) and reports/audit/<kind>[_<name>].json
+(counts, n, the most repeated dirty examples). The evaluation stages read the flags
+and score the clean and dirty subsets."""
 
 from __future__ import annotations
 
@@ -13,69 +21,101 @@ import csv
 import logging
 from collections import Counter
 
+import numpy as np
+
 from firth import runner
 from firth.audit.overlap import Audit, choose_n, read_lines, words
-from firth.config import load_sections
+from firth.config import load_sections, load_sources
+from firth.errors import ConfigError
 from firth.io import atomic_path, sha256_file, write_json
 from firth.nmt.data import read_pairs
+from firth.sources.formats import read_conll
 
 log = logging.getLogger("audit")
+TESTS = ("ngram", "exact", "near")
 
 
-def audit_side(texts, corpus, column, cfg):
+def audit_texts(texts, corpus, cfg, *, column=None, near=True, lines=None):
     n = cfg.ngram or choose_n(
         (len(words(t)) for t in texts), cfg.percentile, cfg.min_n, cfg.max_n
     )
     a = Audit(
         texts,
         n=n,
-        near_threshold=cfg.near_threshold,
+        near_threshold=cfg.near_threshold if near else 1.0,
         shingle=cfg.shingle,
         num_perm=cfg.num_perm,
     )
-    a.scan(read_lines([corpus], column=column))
+    a.scan(lines if lines is not None else read_lines([corpus], column=column))
     return a.result()
 
 
 def body(args) -> None:
-    cfg, _ = load_sections("audit", runner.params_path(args))
-    data = args.root / "data" / "subsampled" / "parallel"
-    test = read_pairs(data / "test.tsv")
-    sides = {
-        "source": audit_side(test.source, data / "train.tsv", 1, cfg),
-        "target": audit_side(test.target, data / "train.tsv", 2, cfg),
-    }
-    dirty = sides["source"].dirty | sides["target"].dirty
-    out = args.root / "data" / "audit" / "parallel"
+    path = runner.params_path(args)
+    cfg, _ = load_sections("audit", path)
+    root = args.root
+    if args.kind == "parallel":
+        data = root / "data" / "subsampled" / "parallel"
+        test = read_pairs(data / "test.tsv")
+        ids, shown = test.ids, test.target
+        checks = {
+            "source": audit_texts(test.source, data / "train.tsv", cfg, column=1),
+            "target": audit_texts(test.target, data / "train.tsv", cfg, column=2),
+        }
+        against = {
+            "source": "data/subsampled/parallel/train.tsv (training sources)",
+            "target": "data/subsampled/parallel/train.tsv (training targets)",
+        }
+        hashed = [data / "test.tsv", data / "train.tsv"]
+        out = root / "data" / "audit" / "parallel"
+        rep = root / "reports" / "audit" / "parallel.json"
+    else:
+        if not args.name:
+            raise ConfigError("audit.py tagged: name a source under sources.tagged")
+        if args.name not in load_sources("tagged", path):
+            raise ConfigError(f"{path}: no source 'sources.tagged.{args.name}'")
+        data = root / "data" / "subsampled" / "tagged" / args.name
+        test = [" ".join(t) for t, _ in read_conll(data / "test.conll")]
+        train = (" ".join(t) for t, _ in read_conll(data / "train.conll"))
+        text = root / "data" / "subsampled" / "text" / "train.txt"
+        ids, shown = [str(i) for i in range(len(test))], test
+        checks = {
+            "train": audit_texts(test, None, cfg, lines=train),
+            "vectors-corpus": audit_texts(test, text, cfg, near=False),
+        }
+        against = {
+            "train": f"data/subsampled/tagged/{args.name}/train.conll",
+            "vectors-corpus": "data/subsampled/text/train.txt (the corpus of the "
+            "pretrained word vectors; n-gram overlap and exact duplicates only)",
+        }
+        hashed = [data / "test.conll", data / "train.conll", text]
+        out = root / "data" / "audit" / "tagged" / args.name
+        rep = root / "reports" / "audit" / f"tagged_{args.name}.json"
+    dirty = np.zeros(len(ids), dtype=bool)
+    for r in checks.values():
+        dirty |= r.dirty
     with atomic_path(out) as tmp:
         tmp.mkdir()
         with open(tmp / "flags.tsv", "w", newline="", encoding="utf-8") as f:
             w = csv.writer(f, delimiter="\t", lineterminator="\n")
-            cols = [f"{s}_{k}" for s in sides for k in ("ngram", "exact", "near")]
-            w.writerow(["id", *cols, "dirty"])
-            for i, vid in enumerate(test.ids):
-                flags = [
-                    getattr(r, k)[i]
-                    for r in sides.values()
-                    for k in ("ngram", "exact", "near")
-                ]
+            w.writerow(["id", *(f"{c}_{k}" for c in checks for k in TESTS), "dirty"])
+            for i, vid in enumerate(ids):
+                flags = [getattr(r, k)[i] for r in checks.values() for k in TESTS]
                 w.writerow([vid, *(int(x) for x in flags), int(dirty[i])])
     repeated = Counter(
-        " ".join(words(t)) for t, d in zip(test.target, dirty, strict=True) if d
+        " ".join(words(t)) for t, d in zip(shown, dirty, strict=True) if d
     )
     report = {
-        "evaluation": "data/subsampled/parallel/test.tsv",
-        "against": "data/subsampled/parallel/train.tsv (source vs training sources, "
-        "target vs training targets)",
-        "test_sha256": sha256_file(data / "test.tsv"),
-        "train_sha256": sha256_file(data / "train.tsv"),
-        "examples": len(test.ids),
+        "evaluation": str(hashed[0].relative_to(root)),
+        "against": against,
+        "sha256": {str(p.relative_to(root)): sha256_file(p) for p in hashed},
+        "examples": len(ids),
         "dirty": int(dirty.sum()),
-        "dirty_share": float(dirty.mean()),
+        "dirty_share": float(dirty.mean()) if len(ids) else 0.0,
         "clean": int((~dirty).sum()),
         "settings": cfg.model_dump(),
         "sides": {
-            s: {
+            c: {
                 "n": r.n,
                 "ngram_dirty": int(r.ngram.sum()),
                 "exact_duplicates": int(r.exact.sum()),
@@ -84,26 +124,26 @@ def body(args) -> None:
                 "training_lines_read": r.lines_read,
                 "training_words_read": r.words_read,
             }
-            for s, r in sides.items()
+            for c, r in checks.items()
         },
-        "most_repeated_dirty_targets": [
-            {"text": t, "test_verses": c} for t, c in repeated.most_common(10)
+        "most_repeated_dirty": [
+            {"text": t, "examples": c} for t, c in repeated.most_common(10)
         ],
     }
-    write_json(args.root / "reports" / "audit" / "parallel.json", report)
+    write_json(rep, report)
     log.info(
-        "%d of %d test pairs dirty (source n=%d: %d, target n=%d: %d)",
+        "%s: %d of %d test examples dirty (%s)",
+        args.kind,
         report["dirty"],
         report["examples"],
-        sides["source"].n,
-        report["sides"]["source"]["dirty"],
-        sides["target"].n,
-        report["sides"]["target"]["dirty"],
+        ", ".join(f"{c} n={r.n}: {int(r.dirty.sum())}" for c, r in checks.items()),
     )
 
 
 def main(argv=None) -> None:
     p = runner.parser(__doc__)
+    p.add_argument("kind", choices=["parallel", "tagged"])
+    p.add_argument("name", nargs="?", help="tagged: a name under sources.tagged")
     runner.run(body, p, argv)
 
 

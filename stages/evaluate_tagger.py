@@ -1,7 +1,8 @@
 """DVC stage evaluate-tagger@<run>: test-split scores of every model of a tagger run
 (each seed, random and pretrained word embeddings), their seed spread, the
-baselines (majority tag, word-only) on the same test split, and a few test
-sentences with gold and predicted tags -> reports/tagging/<run>/eval.json.
+baselines (majority tag, word-only) on the same test split, the headline metric on
+the contamination audit's clean and dirty test sentences (audit-tagged@<data>), and
+a few test sentences with gold and predicted tags -> reports/tagging/<run>/eval.json.
 
 NER: seqeval entity F1 (micro and per type), token accuracy, and the share of
 predicted sentences that break BIO. POS: token accuracy, and accuracy on tokens whose
@@ -15,6 +16,7 @@ import logging
 import torch
 
 from firth import runner
+from firth.audit.scores import read_flags, split_scores
 from firth.config import load_sections
 from firth.errors import ConfigError, DataError
 from firth.io import read_json, write_json
@@ -64,6 +66,26 @@ def body(args) -> None:
     def score(pred):
         return scores(gold, pred, tokens=tokens, train_forms=forms, bio=bio)
 
+    dirty = read_flags(
+        args.root / "data" / "audit" / "tagged" / run.data / "flags.tsv",
+        [str(i) for i in range(len(te))],
+    )
+
+    def split(pred):
+        """The headline metric on all / dirty / clean test sentences."""
+        return split_scores(
+            lambda idx: headline(
+                scores(
+                    [gold[i] for i in idx],
+                    [pred[i] for i in idx],
+                    tokens=[tokens[i] for i in idx],
+                    train_forms=forms,
+                    bio=bio,
+                )
+            ),
+            dirty,
+        )
+
     models, examples, known = [], {}, {}
     for init in trained["inits"]:
         vocab = Vocab.from_json(json.loads((folder / f"vocab-{init}.json").read_text()))
@@ -76,7 +98,9 @@ def body(args) -> None:
             model.to(device)
             pred = predict(model, enc, vocab, batch=ev.batch, device=device)
             s = score(pred)
-            models.append({"init": init, "seed": seed, **s})
+            models.append(
+                {"init": init, "seed": seed, **s, "contamination": split(pred)}
+            )
             log.info("%s %s seed %d: %.4f", args.run, init, seed, headline(s))
             if init not in examples:
                 examples[init] = _examples(te, pred, ev.examples)
@@ -91,7 +115,14 @@ def body(args) -> None:
             for k in SPREAD_KEYS
             if k in rows[0] and rows[0][k] is not None
         }
-    base = {name: score(pred) for name, pred in baselines(tr, te).items()}
+    base = {
+        name: {**score(pred), "contamination": split(pred)}
+        for name, pred in baselines(tr, te).items()
+    }
+    contamination = {
+        init: seed_mean([m["contamination"] for m in models if m["init"] == init])
+        for init in trained["inits"]
+    }
     write_json(
         args.root / "reports" / "tagging" / args.run / "eval.json",
         {
@@ -110,11 +141,28 @@ def body(args) -> None:
             "inits": trained["inits"],
             "seeds": trained["seeds"],
             "summary": summary,
+            # the headline metric on the audit's dirty and clean test sentences
+            # (data/audit/tagged/<data>/flags.tsv), mean over seeds
+            "contamination": contamination,
             "baselines": base,
             "models": models,
             "examples": examples,
         },
     )
+
+
+def seed_mean(splits: list[dict]) -> dict:
+    """The mean over seeds of split_scores results on the same flags."""
+    out = dict(splits[0])
+    for k in ("all", "dirty", "clean"):
+        vals = [s[k] for s in splits if s[k] is not None]
+        out[k] = sum(vals) / len(vals) if vals else None
+    out["clean_vs_all"] = (
+        (out["clean"] - out["all"]) / out["all"]
+        if out["clean"] is not None and out["all"]
+        else None
+    )
+    return out
 
 
 def _examples(sents, pred, k: int) -> list[dict]:

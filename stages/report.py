@@ -119,6 +119,10 @@ def body(args) -> None:
                 tag_evals,
                 tag_curves,
                 _maybe(root / "benchmarks" / "results" / "tagger.json"),
+                {
+                    p.stem.removeprefix("tagged_"): read_json(p)
+                    for p in sorted((root / "reports" / "audit").glob("tagged_*.json"))
+                },
             )
         )
     meta = {

@@ -81,12 +81,15 @@ def test_repro_then_noop_then_only_downstream(repo):
         for kind in ("train", "evaluate")
         for r in params["tagger"]["runs"]
     }
+    # and the audit checks the tagger test sets against the vectors' corpus
+    audits = {f"audit-tagged@{n}" for n in params["sources"]["tagged"]}
     assert (
         ran(third)
         == {"subsample-text", "tokenizer-text", "report"}
         | embedding_stages
         | lm_stages
         | tagger_stages
+        | audits
     )
 
     params["embeddings"]["glove"]["epochs"] = 3

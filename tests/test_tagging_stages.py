@@ -16,11 +16,13 @@ from conftest import ROOT
 from seqeval.metrics import f1_score
 
 from firth.embeddings.vectors import Embedding, save_word2vec
+from firth.sources import bible
 from firth.tagging.data import Vocab, encode, norm, read_split
 from firth.tagging.evaluate import breaks_bio
 from firth.tagging.models import build_tagger
 from firth.tagging.train import predict
 from stages import (
+    audit,
     evaluate_tagger,
     fetch,
     prepare_tagged,
@@ -56,6 +58,15 @@ def project(tmp_path_factory):
     _vectors(
         root, read_split(data / "train.conll"), params["tagger"]["common"]["word_dim"]
     )
+    # the vectors' corpus: real verses, with the first test tweet planted in it
+    kjv = bible.load_version("KJV").texts
+    tweet = " ".join(read_split(data / "test.conll")[0][0])
+    text = root / "data" / "subsampled" / "text" / "train.txt"
+    text.parent.mkdir(parents=True)
+    text.write_text(
+        "\n".join([*(kjv[i] for i in sorted(kjv)[:200]), "and " + tweet]) + "\n"
+    )
+    audit.main(["--root", str(root), "tagged", "wnut16"])
     for r in RUNS:
         train_tagger.main(["--root", str(root), r])
         evaluate_tagger.main(["--root", str(root), r])
@@ -188,3 +199,35 @@ def test_bad_settings_name_the_key(project, tmp_path, capsys):
     with pytest.raises(SystemExit):
         train_tagger.main(["--root", str(root), "x"])
     assert "tagger.runs.x.head" in capsys.readouterr().err
+
+
+def test_clean_and_dirty_scores_use_the_audit(project):
+    flags = (project / "data/audit/tagged/wnut16/flags.tsv").read_text().splitlines()
+    header, first = flags[0].split("\t"), flags[1].split("\t")
+    assert dict(zip(header, first, strict=True))["vectors-corpus_ngram"] == "1"
+    dirty = [row.split("\t")[-1] == "1" for row in flags[1:]]
+    e = _json(project, "reports", "tagging", "wnut16-crf", "eval.json")
+    data = project / "data" / "subsampled" / "tagged" / "wnut16"
+    test = read_split(data / "test.conll")
+    gold = [t for _, t in test]
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    from firth.tagging.config import TaggerCommon
+
+    c = TaggerCommon.model_validate(params["tagger"]["common"])
+    m = e["models"][0]
+    folder = project / "data" / "taggers" / "wnut16-crf"
+    vocab = Vocab.from_json(
+        json.loads((folder / f"vocab-{m['init']}.json").read_text())
+    )
+    model = build_tagger(vocab, "crf", c)
+    model.load_state_dict(
+        torch.load(folder / f"{m['init']}-seed{m['seed']}.pt", weights_only=True)
+    )
+    pred = predict(model, encode(vocab, test), vocab, batch=7, device="cpu")
+    clean = [i for i, d in enumerate(dirty) if not d]
+    expect = f1_score([gold[i] for i in clean], [pred[i] for i in clean])
+    assert m["contamination"]["clean"] == pytest.approx(expect)
+    assert m["contamination"]["n_dirty"] == sum(dirty) >= 1
+    assert "random" in e["contamination"] and "sgns" in e["contamination"]
+    md = (project / "reports" / "index.md").read_text()
+    assert "wnut16 test sentences" in md

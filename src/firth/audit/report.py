@@ -14,8 +14,11 @@ def audit_sentence(audit: dict, what: str) -> str:
     ns = ", ".join(f"{s} n = {v['n']}" for s, v in sides.items())
     exact = sum(v["exact_duplicates"] for v in sides.values())
     near = sum(v["near_duplicates"] for v in sides.values())
+    against = audit["against"]
+    if isinstance(against, dict):
+        against = "; ".join(f"{k}: {v}" for k, v in against.items())
     return (
-        f"Contamination audit ({audit['against']}): {audit['dirty']:,} of "
+        f"Contamination audit ({against}): {audit['dirty']:,} of "
         f"{audit['examples']:,} {what} ({100 * audit['dirty_share']:.1f}%) are dirty "
         f"by word n-gram overlap ({ns}), exact duplicates ({exact} side matches) or "
         f"MinHash near duplicates (Jaccard >= "
@@ -24,9 +27,9 @@ def audit_sentence(audit: dict, what: str) -> str:
 
 
 def contamination_table(
-    rows: list[tuple[str, dict]], metrics: list[str], caption: str
+    rows: list[tuple[str, dict]], metrics: list[str], caption: str, scale: float = 1.0
 ) -> tuple[str, tuple[list[str], list[list[str]]]]:
-    """``rows``: (name, {metric: split_scores result})."""
+    """``rows``: (name, {metric: split_scores result}); scores times ``scale``."""
     header = [
         "run",
         "metric",
@@ -48,9 +51,10 @@ def contamination_table(
                 [
                     name,
                     m,
-                    _n(s["all"]),
-                    _n(s["dirty"]),
-                    _n(s["clean"]),
+                    *(
+                        _n(None if s[k] is None else scale * s[k])
+                        for k in ("all", "dirty", "clean")
+                    ),
                     f"{s['n_dirty']:,}",
                     f"{s['n_clean']:,}",
                     "-"

@@ -9,6 +9,7 @@ from collections import defaultdict
 
 import matplotlib.pyplot as plt
 
+from firth.audit.report import audit_sentence, contamination_table
 from firth.report import Section, _num, _png
 
 
@@ -33,7 +34,9 @@ def tagging_section(
     evals: dict[str, dict],
     curves: dict[str, list[dict]],
     bench: dict | None,
+    audits: dict[str, dict] | None = None,
 ) -> Section:
+    audits = audits or {}
     runs = sorted(evals, key=lambda r: (evals[r]["data"], evals[r]["head"], r))
     datasets = sorted({evals[r]["data"] for r in runs})
     seeds = sorted({s for r in runs for s in evals[r]["seeds"]})
@@ -112,6 +115,36 @@ def tagging_section(
         )
     )
     sec.intro += "\n\n" + " ".join(_verdicts(runs, evals))
+    rows = []
+    for data in datasets:
+        e0 = next(evals[r] for r in runs if evals[r]["data"] == data)
+        for name, b in e0["baselines"].items():
+            if "contamination" in b:
+                rows.append(
+                    (f"{data} {name} baseline", {e0["metric"]: b["contamination"]})
+                )
+        for r in runs:
+            e = evals[r]
+            if e["data"] != data:
+                continue
+            for init, c in e.get("contamination", {}).items():
+                rows.append((f"{r} ({init}, seed mean)", {e["metric"]: c}))
+    if rows:
+        for data in datasets:
+            if data in audits:
+                sec.intro += "\n\n" + audit_sentence(
+                    audits[data], f"{data} test sentences"
+                )
+        sec.tables.append(
+            contamination_table(
+                rows,
+                ["f1", "accuracy"],
+                "Entity F1 (NER) or accuracy (POS) on all / dirty / clean test "
+                "sentences, in points (GPT-3 format; clean vs all = (clean - all) / "
+                "all)",
+                scale=100.0,
+            )
+        )
     types = _type_table(runs, evals)
     if types:
         sec.tables.append(types)
