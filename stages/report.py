@@ -12,6 +12,7 @@ from firth import runner
 from firth.config import load_sections
 from firth.io import atomic_path, read_json, write_text
 from firth.nmt.report import nmt_section
+from firth.partial import partial_input_section
 from firth.report import (
     embeddings_section,
     lm_section,
@@ -124,6 +125,10 @@ def body(args) -> None:
                     for p in sorted((root / "reports" / "audit").glob("tagged_*.json"))
                 },
             )
+        )
+    if evals or lm_runs[1] or nmt_runs[1] or tag_evals:
+        sections.append(
+            partial_input_section(evals, lm_runs[1], nmt_runs[1], tag_evals)
         )
     meta = {
         "code revision": _revision(root),

@@ -122,7 +122,9 @@ def test_repro_then_noop_then_only_downstream(repo):
     assert ran(seventh) == {
         f"evaluate-tagger@{r}" for r in params["tagger"]["runs"]
     } | {"report"}
-    assert "## Sequence labelling" in (path / "reports" / "index.md").read_text()
+    md = (path / "reports" / "index.md").read_text()
+    assert "## Sequence labelling" in md
+    assert "## Partial-input baselines" in md and "word-only (no context)" in md
 
 
 def test_prefect_flow_runs_every_stage_in_order(repo):

@@ -1,0 +1,45 @@
+"""The partial-input table picks each task's full model and baseline from the
+metrics and computes the gaps."""
+
+from firth.partial import partial_input_section
+
+
+def test_partial_input_table_rows_and_gaps():
+    emb = {
+        "sgns": {"analogy-google_top_3cosadd": 0.25, "analogy-google_top_only_b": 0.05}
+    }
+    base = {"uniform": {"perplexity": 1000.0}, "unigram": {"perplexity": 400.0}}
+    lm = {
+        "lstm": {"unit": "word", "test": {"perplexity": 50.0, "baselines": base}},
+        "kn5": {"unit": "word", "test": {"perplexity": 70.0, "baselines": base}},
+    }
+    nmt = {
+        "bahdanau": {"model": "bahdanau", "beam": {"bleu": 60.0}},
+        "none": {"model": "none", "beam": {"bleu": 70.0}},  # not an attention model
+        "copy-source": {"model": "copy-source", "greedy": {"bleu": 50.0}},
+        "target-lm": {"model": "target-lm", "beam": {"bleu": 2.0}},
+    }
+    tag = {
+        "ner-crf": {
+            "metric": "f1",
+            "data": "ner",
+            "inits": ["random", "sgns"],
+            "summary": {
+                "random": {"f1": {"mean": 0.4}},
+                "sgns": {"f1": {"mean": 0.45}},
+            },
+            "baselines": {"word-only": {"f1": 0.2}},
+        }
+    }
+    sec = partial_input_section(emb, lm, nmt, tag)
+    header, rows = sec.tables[0][1]
+    by = {(r[0].split(" (")[0], r[3].split(" (")[0]): r for r in rows}
+    assert by[("analogy", "only-b")][5] == "20.00"
+    assert by[("language model", "unigram")][1] == "lstm"
+    assert by[("language model", "unigram")][5] == "-350.00"
+    assert by[("translation", "copy-source")][1] == "bahdanau"
+    assert by[("translation", "copy-source")][5] == "10.00"
+    assert by[("translation", "target-side LM")][5] == "58.00"
+    assert by[("tagging", "word-only")][1] == "ner-crf (sgns, seed mean)"
+    assert by[("tagging", "word-only")][5] == "25.00"
+    assert "NLI" in sec.intro
