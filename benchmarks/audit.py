@@ -31,23 +31,14 @@ def _rss_mb() -> float:
 
 
 def _scan(spec: dict, near: bool, queue) -> None:
-    from firth.audit.overlap import Audit, choose_n, read_lines, words
+    from firth.audit.overlap import Audit, read_lines
     from firth.config import load_section
     from firth.sources.formats import read_conll
 
     cfg = load_section("audit", spec["params"])
     test = [" ".join(t) for t, _ in read_conll(Path(spec["test"]))]
-    n = cfg.ngram or choose_n(
-        (len(words(t)) for t in test), cfg.percentile, cfg.min_n, cfg.max_n
-    )
     base = _rss_mb()
-    a = Audit(
-        test,
-        n=n,
-        near_threshold=cfg.near_threshold if near else 1.0,
-        shingle=cfg.shingle,
-        num_perm=cfg.num_perm,
-    )
+    a = Audit.from_settings(test, cfg, near=near)
     after_index = _rss_mb()
     t0 = time.perf_counter()
     for _ in range(spec["passes"]):
@@ -57,7 +48,7 @@ def _scan(spec: dict, near: bool, queue) -> None:
     queue.put(
         {
             "near_duplicates": near,
-            "n": n,
+            "n": a.n,
             "evaluation_examples": len(test),
             "corpus_passes": spec["passes"],
             "training_lines": r.lines_read,

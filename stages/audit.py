@@ -24,7 +24,7 @@ from collections import Counter
 import numpy as np
 
 from firth import runner
-from firth.audit.overlap import Audit, choose_n, read_lines, words
+from firth.audit.overlap import Audit, read_lines, words
 from firth.config import load_sections, load_sources
 from firth.errors import ConfigError
 from firth.io import atomic_path, sha256_file, write_json
@@ -35,18 +35,10 @@ log = logging.getLogger("audit")
 TESTS = ("ngram", "exact", "near")
 
 
-def audit_texts(texts, corpus, cfg, *, column=None, near=True, lines=None):
-    n = cfg.ngram or choose_n(
-        (len(words(t)) for t in texts), cfg.percentile, cfg.min_n, cfg.max_n
-    )
-    a = Audit(
-        texts,
-        n=n,
-        near_threshold=cfg.near_threshold if near else 1.0,
-        shingle=cfg.shingle,
-        num_perm=cfg.num_perm,
-    )
-    a.scan(lines if lines is not None else read_lines([corpus], column=column))
+def audit_texts(texts, lines, cfg, *, near=True):
+    """The audit of ``texts`` against the training ``lines`` (an iterable)."""
+    a = Audit.from_settings(texts, cfg, near=near)
+    a.scan(lines)
     return a.result()
 
 
@@ -59,8 +51,12 @@ def body(args) -> None:
         test = read_pairs(data / "test.tsv")
         ids, shown = test.ids, test.target
         checks = {
-            "source": audit_texts(test.source, data / "train.tsv", cfg, column=1),
-            "target": audit_texts(test.target, data / "train.tsv", cfg, column=2),
+            "source": audit_texts(
+                test.source, read_lines([data / "train.tsv"], column=1), cfg
+            ),
+            "target": audit_texts(
+                test.target, read_lines([data / "train.tsv"], column=2), cfg
+            ),
         }
         against = {
             "source": "data/subsampled/parallel/train.tsv (training sources)",
@@ -80,8 +76,8 @@ def body(args) -> None:
         text = root / "data" / "subsampled" / "text" / "train.txt"
         ids, shown = [str(i) for i in range(len(test))], test
         checks = {
-            "train": audit_texts(test, None, cfg, lines=train),
-            "vectors-corpus": audit_texts(test, text, cfg, near=False),
+            "train": audit_texts(test, train, cfg),
+            "vectors-corpus": audit_texts(test, read_lines([text]), cfg, near=False),
         }
         against = {
             "train": f"data/subsampled/tagged/{args.name}/train.conll",

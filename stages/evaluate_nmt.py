@@ -41,6 +41,7 @@ from firth.nmt.evaluate import (
     best_and_worst,
     bucket_scores,
     corpus_scores,
+    metrics,
     repeated_trigram_rate,
     source_word_share,
 )
@@ -191,12 +192,14 @@ def body(args) -> None:
         detail["signatures"] = sigs
         result["contamination"][name] = {
             metric: split_scores(
-                lambda idx, m=metric, h=hyps: corpus_scores(
-                    [h[i] for i in idx], [refs[i] for i in idx]
-                )[0][m],
+                lambda idx, m=scorer, h=hyps: round(
+                    m.corpus_score([h[i] for i in idx], [[refs[i] for i in idx]]).score,
+                    4,
+                ),
                 dirty,
             )
-            for metric in ("bleu", "chrf")
+            for metric, scorer in metrics().items()
+            if metric in ("bleu", "chrf")
         }
         detail["buckets"][name] = bucket_scores(hyps, refs, test.source, ev.buckets)
         detail["examples"][name] = best_and_worst(

@@ -16,7 +16,7 @@ import logging
 import torch
 
 from firth import runner
-from firth.audit.scores import read_flags, split_scores
+from firth.audit.scores import read_flags, seed_mean, split_scores
 from firth.config import load_sections
 from firth.errors import ConfigError, DataError
 from firth.io import read_json, write_json
@@ -149,20 +149,6 @@ def body(args) -> None:
             "examples": examples,
         },
     )
-
-
-def seed_mean(splits: list[dict]) -> dict:
-    """The mean over seeds of split_scores results on the same flags."""
-    out = dict(splits[0])
-    for k in ("all", "dirty", "clean"):
-        vals = [s[k] for s in splits if s[k] is not None]
-        out[k] = sum(vals) / len(vals) if vals else None
-    out["clean_vs_all"] = (
-        (out["clean"] - out["all"]) / out["all"]
-        if out["clean"] is not None and out["all"]
-        else None
-    )
-    return out
 
 
 def _examples(sents, pred, k: int) -> list[dict]:

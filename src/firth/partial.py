@@ -12,11 +12,7 @@ the committed metrics alone.
 
 from __future__ import annotations
 
-from firth.report import Section
-
-
-def _pts(x: float | None, digits: int = 2) -> str:
-    return "-" if x is None else f"{x:.{digits}f}"
+from firth.report import Section, _num
 
 
 def partial_input_section(
@@ -37,10 +33,10 @@ def partial_input_section(
             [
                 "analogy (questions-words, top 30k)",
                 f"{method} 3CosAdd",
-                _pts(100 * full),
+                _num(100 * full, 2),
                 "only-b (ignores a and a*)",
-                _pts(100 * part),
-                _pts(100 * (full - part)),
+                _num(100 * part, 2),
+                _num(100 * (full - part), 2),
                 "accuracy %",
             ]
         )
@@ -57,10 +53,10 @@ def partial_input_section(
             [
                 f"language model ({scored[best].get('unit', '?')} test perplexity)",
                 best,
-                _pts(t["perplexity"]),
+                _num(t["perplexity"], 2),
                 "unigram (no context)",
-                _pts(uni),
-                _pts(t["perplexity"] - uni),
+                _num(uni, 2),
+                _num(t["perplexity"] - uni, 2),
                 "perplexity (lower is better)",
             ]
         )
@@ -83,10 +79,10 @@ def partial_input_section(
                     [
                         "translation (KJV -> WEB test, beam BLEU)",
                         best,
-                        _pts(b["bleu"]),
+                        _num(b["bleu"], 2),
                         label,
-                        _pts(p["bleu"]),
-                        _pts(b["bleu"] - p["bleu"]),
+                        _num(p["bleu"], 2),
+                        _num(b["bleu"] - p["bleu"], 2),
                         "BLEU",
                     ]
                 )
@@ -99,10 +95,10 @@ def partial_input_section(
             [
                 f"tagging ({e['data']}, {'entity F1' if key == 'f1' else 'accuracy'})",
                 f"{r} ({best}, seed mean)",
-                _pts(100 * full),
+                _num(100 * full, 2),
                 "word-only (no context)",
-                _pts(100 * part),
-                _pts(100 * (full - part)),
+                _num(100 * part, 2),
+                _num(100 * (full - part), 2),
                 "points",
             ]
         )

@@ -140,6 +140,21 @@ class Audit:
                 if m is not None:
                     self.lsh.insert(i, m)
 
+    @classmethod
+    def from_settings(cls, examples: list[str], cfg, *, near: bool = True) -> Audit:
+        """An audit of ``examples`` with the ``audit`` params section ``cfg``: n fixed
+        there or by its percentile rule; ``near=False`` skips MinHash."""
+        n = cfg.ngram or choose_n(
+            (len(words(e)) for e in examples), cfg.percentile, cfg.min_n, cfg.max_n
+        )
+        return cls(
+            examples,
+            n=n,
+            near_threshold=cfg.near_threshold if near else 1.0,
+            shingle=cfg.shingle,
+            num_perm=cfg.num_perm,
+        )
+
     def _shingles(self, ws: list[str]) -> list[bytes]:
         k = min(self.shingle, len(ws))
         return [" ".join(ws[j : j + k]).encode() for j in range(len(ws) - k + 1)]

@@ -4,9 +4,7 @@ the relative difference clean vs all."""
 
 from __future__ import annotations
 
-
-def _n(x, digits=2) -> str:
-    return "-" if x is None else f"{x:.{digits}f}"
+from firth.report import _num
 
 
 def audit_sentence(audit: dict, what: str) -> str:
@@ -52,7 +50,7 @@ def contamination_table(
                     name,
                     m,
                     *(
-                        _n(None if s[k] is None else scale * s[k])
+                        _num(None if s[k] is None else scale * s[k], 2)
                         for k in ("all", "dirty", "clean")
                     ),
                     f"{s['n_dirty']:,}",

@@ -45,7 +45,20 @@ def split_scores(score: Callable[[list[int]], float], dirty: Sequence[bool]) -> 
         "n_dirty": len(d),
         "n_clean": len(c),
         "clean_share": len(c) / len(idx) if idx else None,
-        "clean_vs_all": (s_clean - s_all) / s_all
-        if s_clean is not None and s_all
-        else None,
+        "clean_vs_all": relative(s_clean, s_all),
     }
+
+
+def relative(clean: float | None, whole: float | None) -> float | None:
+    """(clean - all) / all; None without a clean score or when all is 0."""
+    return (clean - whole) / whole if clean is not None and whole else None
+
+
+def seed_mean(splits: list[dict]) -> dict:
+    """The mean over seeds of split_scores results on the same flags."""
+    out = dict(splits[0])
+    for k in ("all", "dirty", "clean"):
+        vals = [s[k] for s in splits if s[k] is not None]
+        out[k] = sum(vals) / len(vals) if vals else None
+    out["clean_vs_all"] = relative(out["clean"], out["all"])
+    return out
