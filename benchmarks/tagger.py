@@ -6,10 +6,10 @@ sentence at a time (the emissions are computed once, so only the decoder is time
 the paths must agree), and the whole tagger's batched decoding (emissions and
 decoder) in sentences per second.
 
-    python benchmarks/tagger.py                      # every run in tagger.runs
+    python benchmarks/tagger.py                      # every <data>-<head> of tagger
     python benchmarks/tagger.py --runs wnut16-crf --device cuda
 
-Decoding uses the trained weights in data/taggers/<run>/random-seed<first seed>.pt
+Decoding uses the trained weights in data/taggers/<run>/seed-<first seed>/random.pt
 when they exist, else fresh weights, as the "weights" field says; Viterbi is timed
 on every sentence of the training split (the larger set) with the training split's
 vocabulary. Each run is timed in a fresh process; every timing is the fastest of
@@ -59,20 +59,21 @@ def _bench(run: str, spec: dict, queue) -> None:
     from firth.tagging.models import build_tagger
 
     cfg, _ = load_sections("tagger", spec["params"])
-    c, r = cfg.common, cfg.runs[run]
+    c = cfg.common
+    data_name, head = _split_run(cfg, run)
     if c.threads:
         torch.set_num_threads(c.threads)
     device = resolve_device(spec["device"])
-    data = ROOT / "data" / "subsampled" / "tagged" / r.data
+    data = ROOT / "data" / "subsampled" / "tagged" / data_name
     train = read_split(data / "train.conll")
-    folder = ROOT / "data" / "taggers" / run
-    weights = folder / f"random-seed{cfg.seeds[0]}.pt"
+    folder = ROOT / "data" / "taggers" / run / f"seed-{cfg.seeds[0]}"
+    weights = folder / "random.pt"
     vocab = Vocab.build(train)
     if (folder / "vocab-random.json").exists():
         vocab = Vocab.from_json(json.loads((folder / "vocab-random.json").read_text()))
     enc = encode(vocab, train)
     torch.manual_seed(cfg.seeds[0])
-    model = build_tagger(vocab, r.head, c).to(device)
+    model = build_tagger(vocab, head, c).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=c.lr)
     order = random.Random(0).sample(range(len(train)), len(train))
     batches = [order[i : i + c.batch] for i in range(0, len(order), c.batch)]
@@ -111,8 +112,8 @@ def _bench(run: str, spec: dict, queue) -> None:
     decode_s = _best(decode_all, spec["repeat"], device)
     row = {
         "run": run,
-        "data": r.data,
-        "head": r.head,
+        "data": data_name,
+        "head": head,
         "chars": c.chars,
         "threads": torch.get_num_threads(),
         "weights": used,
@@ -157,6 +158,19 @@ def _bench(run: str, spec: dict, queue) -> None:
     queue.put(row)
 
 
+def _runs(cfg) -> list[str]:
+    return [f"{d}-{h}" for d in cfg.data for h in cfg.heads]
+
+
+def _split_run(cfg, run: str) -> tuple[str, str]:
+    """(data, head) of a ``<data>-<head>`` run of the tagger section."""
+    for d in cfg.data:
+        for h in cfg.heads:
+            if run == f"{d}-{h}":
+                return d, h
+    raise SystemExit(f"no tagger run {run!r} (runs: {', '.join(_runs(cfg))})")
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--params", default=str(ROOT / "params.yaml"))
@@ -168,11 +182,10 @@ def main(argv=None) -> None:
     p.add_argument("--out", default=str(ROOT / "benchmarks/results/tagger.json"))
     args = p.parse_args(argv)
     import torch
-    import yaml
 
-    runs = args.runs or list(
-        yaml.safe_load(open(args.params, encoding="utf-8"))["tagger"]["runs"]
-    )
+    from firth.config import load_sections
+
+    runs = args.runs or _runs(load_sections("tagger", args.params)[0])
     keys = ("params", "device", "steps", "batch", "repeat")
     spec = {k: getattr(args, k) for k in keys}
     rows = []

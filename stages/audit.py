@@ -1,10 +1,16 @@
-"""DVC stages audit-parallel and audit-tagged@<name>: contamination audits of an
+"""DVC stages audit-text, audit-parallel, audit-tagged@<name> and audit-nli@<name>:
+contamination audits of an
 evaluation set against every corpus its models could have seen, by n-gram overlap,
 exact duplicates and MinHash near duplicates (firth.audit.overlap).
 
 - ``parallel``: each translation test verse (data/subsampled/parallel/test.tsv),
   its source side against the training sources and its target side against the
   training targets.
+- ``text``: each line of the language models' test text
+  (data/subsampled/text/test.txt) against the training lines (train.txt).
+- ``nli <name>``: each test pair of data/raw/nli/<name>/examples.jsonl (premise and
+  hypothesis joined by a space) against every pair of the other splits (training,
+  and validation, which picks the epoch).
 - ``tagged <name>``: each test sentence of data/subsampled/tagged/<name>/ against
   the training sentences, and (n-gram overlap only: its lines are whole documents)
   against the text corpus the pretrained word vectors were trained on
@@ -26,10 +32,11 @@ import numpy as np
 from firth import runner
 from firth.audit.overlap import Audit, read_lines, words
 from firth.config import load_sections, load_sources
-from firth.errors import ConfigError
+from firth.errors import ConfigError, DataError
 from firth.io import atomic_path, sha256_file, write_json
 from firth.nmt.data import read_pairs
 from firth.sources.formats import read_conll
+from firth.sources.nli import read_examples
 
 log = logging.getLogger("audit")
 TESTS = ("ngram", "exact", "near")
@@ -46,7 +53,42 @@ def body(args) -> None:
     path = runner.params_path(args)
     cfg, _ = load_sections("audit", path)
     root = args.root
-    if args.kind == "parallel":
+    if args.kind == "text":
+        data = root / "data" / "subsampled" / "text"
+        # the non-empty lines, as the language models read them (firth.lm.data)
+        test = [x for x in read_lines([data / "test.txt"]) if x.strip()]
+        ids, shown = [str(i) for i in range(len(test))], test
+        checks = {"train": audit_texts(test, read_lines([data / "train.txt"]), cfg)}
+        against = {"train": "data/subsampled/text/train.txt (the LM training text)"}
+        hashed = [data / "test.txt", data / "train.txt"]
+        out = root / "data" / "audit" / "text"
+        rep = root / "reports" / "audit" / "text.json"
+    elif args.kind == "nli":
+        if not args.name:
+            raise ConfigError("audit.py nli: name a source under sources.nli")
+        if args.name not in load_sources("nli", path):
+            raise ConfigError(f"{path}: no source 'sources.nli.{args.name}'")
+        src = root / "data" / "raw" / "nli" / args.name / "examples.jsonl"
+        splits = read_examples(src)
+        if not splits.get("test"):
+            raise DataError(f"{src}: no test examples to audit")
+        test = [f"{r['premise']} {r['hypothesis']}" for r in splits["test"]]
+        train = [
+            f"{r['premise']} {r['hypothesis']}"
+            for s, rows in sorted(splits.items())
+            if s != "test"
+            for r in rows
+        ]
+        ids, shown = [str(i) for i in range(len(test))], test
+        checks = {"train": audit_texts(test, train, cfg)}
+        against = {
+            "train": f"data/raw/nli/{args.name}/examples.jsonl (every pair outside "
+            "the test split)"
+        }
+        hashed = [src]
+        out = root / "data" / "audit" / "nli" / args.name
+        rep = root / "reports" / "audit" / f"nli_{args.name}.json"
+    elif args.kind == "parallel":
         data = root / "data" / "subsampled" / "parallel"
         test = read_pairs(data / "test.tsv")
         ids, shown = test.ids, test.target
@@ -138,8 +180,10 @@ def body(args) -> None:
 
 def main(argv=None) -> None:
     p = runner.parser(__doc__)
-    p.add_argument("kind", choices=["parallel", "tagged"])
-    p.add_argument("name", nargs="?", help="tagged: a name under sources.tagged")
+    p.add_argument("kind", choices=["text", "parallel", "tagged", "nli"])
+    p.add_argument(
+        "name", nargs="?", help="tagged, nli: a name under sources.tagged / .nli"
+    )
     runner.run(body, p, argv)
 
 

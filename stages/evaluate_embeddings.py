@@ -2,7 +2,12 @@
 excluding the inputs, 3CosMul, the only-b baseline; by section, over the N most
 frequent words and over the whole vocabulary), word-similarity Spearman with pair
 coverage, and nearest neighbours of probe words (of unseen words too, for the
-subword model) -> reports/embeddings/<method>/."""
+subword model) -> reports/embeddings/<method>/.
+
+Every seed of ``embeddings.seeds.<method>`` is scored (data/embeddings/<method>/
+seed-<seed>/). eval.json holds each metric's mean over the seeds under its own name,
+its sample standard deviation as ``<name>_sd``, and every seed's metrics under
+``runs``; eval_detail.json and analogy_sections.csv describe the first seed."""
 
 from __future__ import annotations
 
@@ -72,9 +77,52 @@ def neighbours(emb: Embedding, probes: list[str], vectors, *, k: int) -> list[di
 
 
 def body(args) -> None:
-    cfg, _seed = load_sections("evaluate_embeddings", runner.params_path(args))
-    method = args.method
-    folder = args.root / "data" / "embeddings" / method
+    path = runner.params_path(args)
+    cfg, _seed = load_sections("evaluate_embeddings", path)
+    seeds = load_sections("embeddings", path)[0].seeds[args.method]
+    runs, first = {}, None
+    for seed in seeds:
+        folder = args.root / "data" / "embeddings" / args.method / f"seed-{seed}"
+        if not (folder / "vectors.txt").exists():
+            raise DataError(
+                f"{folder}: no vectors (run train-embeddings-{args.method}@{seed})"
+            )
+        metrics, detail, section_rows = evaluate(args.root, args.method, folder, cfg)
+        runs[str(seed)] = metrics
+        first = first or (detail, section_rows)
+    detail, section_rows = first
+    rep = args.root / "reports" / "embeddings" / args.method
+    write_json(rep / "eval.json", summarise(args.method, runs))
+    write_json(rep / "eval_detail.json", {**detail, "seed": seeds[0]})
+    with atomic_path(rep / "analogy_sections.csv") as tmp:
+        with open(tmp, "w", newline="", encoding="utf-8") as f:
+            w = csv.writer(f)
+            w.writerow(["set", "vocab", "section", "questions", "covered", *METHODS])
+            w.writerows(section_rows)
+
+
+def summarise(method: str, runs: dict[str, dict]) -> dict:
+    """Each numeric metric's mean over the seeds (its own name) and sample standard
+    deviation (``<name>_sd``, 0 for one seed), and every seed's metrics."""
+    out: dict = {"method": method, "seeds": [int(s) for s in runs]}
+    first = next(iter(runs.values()))
+    for key, value in first.items():
+        if key == "method":
+            continue
+        values = [r.get(key) for r in runs.values()]
+        if any(v is None for v in values) or not isinstance(value, (int, float)):
+            out[key] = value if len(runs) == 1 else None
+            continue
+        out[key] = round(float(np.mean(values)), 6)
+        if isinstance(value, float):
+            sd = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
+            out[f"{key}_sd"] = round(sd, 6)
+    out["runs"] = runs
+    return out
+
+
+def evaluate(root: Path, method: str, folder: Path, cfg) -> tuple[dict, dict, list]:
+    """Metrics, details and analogy-section rows of the vectors in ``folder``."""
     emb = load_word2vec(folder / "vectors.txt")
     index = emb.index()
     sub = None
@@ -90,7 +138,7 @@ def body(args) -> None:
     metrics: dict = {"method": method, "vocab": len(emb.words)}
     detail: dict = {"method": method, "analogy": {}, "similarity": {}}
     section_rows = []
-    for name, fmt, path in eval_sets(args.root):
+    for name, fmt, path in eval_sets(root):
         if fmt == "analogy":
             sections = read_analogies(path / "questions-words.txt")
             for label, restrict in (("top", cfg.restrict or None), ("full", None)):
@@ -149,14 +197,7 @@ def body(args) -> None:
         k: (None if isinstance(v, float) and np.isnan(v) else v)
         for k, v in metrics.items()
     }
-    rep = args.root / "reports" / "embeddings" / method
-    write_json(rep / "eval.json", metrics)
-    write_json(rep / "eval_detail.json", detail)
-    with atomic_path(rep / "analogy_sections.csv") as tmp:
-        with open(tmp, "w", newline="", encoding="utf-8") as f:
-            w = csv.writer(f)
-            w.writerow(["set", "vocab", "section", "questions", "covered", *METHODS])
-            w.writerows(section_rows)
+    return metrics, detail, section_rows
 
 
 def main(argv=None) -> None:

@@ -3,7 +3,9 @@
 perplexity per token of the run's own tokenization, bits per character, OOV rate,
 the uniform and unigram baselines of that tokenization) and eval_detail.json
 (sampled continuations; for recurrent runs the gradient-flow measurement
-||dL_T/dh_t|| against T - t).
+||dL_T/dh_t|| against T - t). The test perplexity is also given on the
+contamination audit's clean and dirty test lines (audit-text: data/audit/text/
+flags.tsv), from per-line scores (firth.lm.lines).
 
 Bits per character: the total NLL in bits over the characters of the text (every
 line plus its line break, firth.lm.metrics), the same denominator for every model."""
@@ -18,15 +20,17 @@ import numpy as np
 import torch
 
 from firth import runner
+from firth.audit.scores import read_flags, split_scores
 from firth.config import load_section, load_sections
 from firth.errors import DataError
 from firth.io import write_json
 from firth.lm import kneser_ney
 from firth.lm.data import Vocabulary, encode_stream, read_lines
 from firth.lm.gradient_flow import model_gradient_norms
+from firth.lm.lines import by_line, kn_by_line, score_targets
 from firth.lm.metrics import bits_per_char, characters, perplexity
 from firth.lm.models import build_model
-from firth.lm.train import resolve_device, sample, score
+from firth.lm.train import resolve_device, sample
 
 log = logging.getLogger("evaluate_lm")
 
@@ -87,14 +91,18 @@ def body(args) -> None:
         stream = encode_stream(vocab, lines)
         t0 = time.perf_counter()
         if model is None:
-            res = lm.score(
-                [[vocab.tokens[i] for i in vocab.encode_line(x)] for x in lines]
+            line_nll, line_tokens = kn_by_line(
+                lm, [[vocab.tokens[i] for i in vocab.encode_line(x)] for x in lines]
             )
-            nll, tokens = res["nll_nats"], res["tokens"]
         else:
-            nll, tokens = score(
-                model, stream, batch=c.eval_batch, bptt=c.bptt, device=device
+            line_nll, line_tokens = by_line(
+                score_targets(
+                    model, stream, batch=c.eval_batch, bptt=c.bptt, device=device
+                ),
+                stream,
+                vocab.eos,
             )
+        nll, tokens = float(line_nll.sum()), int(line_tokens.sum())
         seconds = time.perf_counter() - t0
         words = sum(len(x.split()) for x in lines)
         result[split] = {
@@ -107,6 +115,18 @@ def body(args) -> None:
             "tokens_per_second": round(tokens / seconds),
             "baselines": baselines(vocab, stream, chars),
         }
+        if split == "test":
+            dirty = read_flags(
+                args.root / "data" / "audit" / "text" / "flags.tsv",
+                [str(i) for i in range(len(lines))],
+            )
+            # perplexity on the audit's dirty and clean test lines
+            result[split]["contamination"] = split_scores(
+                lambda idx, n=line_nll, k=line_tokens: perplexity(
+                    float(n[idx].sum()), int(k[idx].sum())
+                ),
+                dirty,
+            )
         log.info(
             "%s %s: perplexity %.2f, %.4f bits/char",
             args.run,

@@ -1,8 +1,10 @@
-"""DVC stage evaluate-tagger@<run>: test-split scores of every model of a tagger run
-(each seed, random and pretrained word embeddings), their seed spread, the
+"""DVC stage evaluate-tagger@<data>-<head>: test-split scores of every model of a
+tagger run (each seed of ``tagger.seeds``, random and pretrained word embeddings,
+from data/taggers/<data>-<head>/seed-<seed>/), their seed spread, the
 baselines (majority tag, word-only) on the same test split, the headline metric on
 the contamination audit's clean and dirty test sentences (audit-tagged@<data>), and
-a few test sentences with gold and predicted tags -> reports/tagging/<run>/eval.json.
+a few test sentences with gold and predicted tags ->
+reports/tagging/<data>-<head>/eval.json.
 
 NER: seqeval entity F1 (micro and per type), token accuracy, and the share of
 predicted sentences that break BIO. POS: token accuracy, and accuracy on tokens whose
@@ -18,12 +20,12 @@ import torch
 from firth import runner
 from firth.audit.scores import read_flags, seed_mean, split_scores
 from firth.config import load_sections
-from firth.errors import ConfigError, DataError
+from firth.errors import DataError
 from firth.io import read_json, write_json
-from firth.lm.train import resolve_device
 from firth.tagging.data import Vocab, encode, norm, read_split
 from firth.tagging.evaluate import baselines, headline, scheme_of, scores, spread
 from firth.tagging.models import build_tagger
+from firth.tagging.stage import setup
 from firth.tagging.train import predict
 
 log = logging.getLogger("evaluate_tagger")
@@ -38,23 +40,22 @@ SPREAD_KEYS = (
 
 
 def body(args) -> None:
-    path = runner.params_path(args)
-    cfg, _ = load_sections("tagger", path)
-    ev, _ = load_sections("evaluate_tagger", path)
-    if args.run not in cfg.runs:
-        raise ConfigError(
-            f"tagger.runs has no run '{args.run}' (runs: {', '.join(cfg.runs)})"
-        )
-    run, c = cfg.runs[args.run], cfg.common
-    if c.threads:
-        torch.set_num_threads(c.threads)
-    device = resolve_device(c.device)
-    data = args.root / "data" / "subsampled" / "tagged" / run.data
-    tr, te = read_split(data / "train.conll"), read_split(data / "test.conll")
-    folder = args.root / "data" / "taggers" / args.run
-    if not (folder / "config.json").exists():
-        raise DataError(f"{folder}: no trained tagger (run train-tagger@{args.run})")
-    trained = read_json(folder / "config.json")
+    run = setup(args.root, runner.params_path(args), args.data, args.head)
+    ev, _ = load_sections("evaluate_tagger", run.params)
+    c, device = run.common, run.device
+    tr = read_split(run.data_dir / "train.conll")
+    te = read_split(run.data_dir / "test.conll")
+    folders = {
+        seed: args.root / "data" / "taggers" / run.name / f"seed-{seed}"
+        for seed in run.cfg.seeds
+    }
+    for seed, folder in folders.items():
+        if not (folder / "config.json").exists():
+            raise DataError(
+                f"{folder}: no trained tagger (run train-tagger@{run.name}-{seed})"
+            )
+    trained = {seed: read_json(f / "config.json") for seed, f in folders.items()}
+    inits = trained[run.cfg.seeds[0]]["inits"]
     bio = scheme_of(t for _, tags in tr for t in tags) == "BIO"
     forms = {w for tokens, _ in tr for w in tokens}
     gold = [tags for _, tags in te]
@@ -87,28 +88,31 @@ def body(args) -> None:
         )
 
     models, examples, known = [], {}, {}
-    for init in trained["inits"]:
-        vocab = Vocab.from_json(json.loads((folder / f"vocab-{init}.json").read_text()))
-        enc = encode(vocab, te)
-        for seed in trained["seeds"]:
-            model = build_tagger(vocab, run.head, c)
-            model.load_state_dict(
-                torch.load(folder / f"{init}-seed{seed}.pt", weights_only=True)
+    for init in inits:
+        for seed, folder in folders.items():
+            vocab = Vocab.from_json(
+                json.loads((folder / f"vocab-{init}.json").read_text())
             )
+            model = build_tagger(vocab, run.head, c)
+            model.load_state_dict(torch.load(folder / f"{init}.pt", weights_only=True))
             model.to(device)
-            pred = predict(model, enc, vocab, batch=ev.batch, device=device)
+            pred = predict(
+                model, encode(vocab, te), vocab, batch=ev.batch, device=device
+            )
             s = score(pred)
             models.append(
                 {"init": init, "seed": seed, **s, "contamination": split(pred)}
             )
-            log.info("%s %s seed %d: %.4f", args.run, init, seed, headline(s))
+            log.info("%s %s seed %d: %.4f", run.name, init, seed, headline(s))
             if init not in examples:
                 examples[init] = _examples(te, pred, ev.examples)
-        known[init] = sum(norm(w) in vocab.word_ix for t in tokens for w in t) / sum(
-            map(len, tokens)
-        )
+                # the first seed's vocabulary (the pretrained one: training words
+                # plus that seed's vector words)
+                known[init] = sum(
+                    norm(w) in vocab.word_ix for t in tokens for w in t
+                ) / sum(map(len, tokens))
     summary = {}
-    for init in trained["inits"]:
+    for init in inits:
         rows = [m for m in models if m["init"] == init]
         summary[init] = {
             k: spread([r[k] for r in rows])
@@ -121,12 +125,12 @@ def body(args) -> None:
     }
     contamination = {
         init: seed_mean([m["contamination"] for m in models if m["init"] == init])
-        for init in trained["inits"]
+        for init in inits
     }
     write_json(
-        args.root / "reports" / "tagging" / args.run / "eval.json",
+        args.root / "reports" / "tagging" / run.name / "eval.json",
         {
-            "run": args.run,
+            "run": run.name,
             "data": run.data,
             "head": run.head,
             "scheme": "BIO" if bio else "tags",
@@ -138,8 +142,9 @@ def body(args) -> None:
             # share of test tokens whose normalised form has a row of its own in
             # each initialisation's vocabulary (pretrained: training + vector words)
             "test_tokens_in_vocab": known,
-            "inits": trained["inits"],
-            "seeds": trained["seeds"],
+            "inits": inits,
+            "seeds": run.cfg.seeds,
+            "vectors_paths": {s: t["vectors_path"] for s, t in trained.items()},
             "summary": summary,
             # the headline metric on the audit's dirty and clean test sentences
             # (data/audit/tagged/<data>/flags.tsv), mean over seeds
@@ -167,7 +172,8 @@ def _examples(sents, pred, k: int) -> list[dict]:
 
 def main(argv=None) -> None:
     p = runner.parser(__doc__)
-    p.add_argument("run", help="a name under tagger.runs in params.yaml")
+    p.add_argument("data", help="a name in tagger.data (a source under sources.tagged)")
+    p.add_argument("head", help="a head in tagger.heads: softmax | crf")
     runner.run(body, p, argv)
 
 

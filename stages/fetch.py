@@ -12,6 +12,7 @@ GROUP_FORMATS = {
     "parallel": {"parallel"},
     "tagged": {"tagged"},
     "eval": {"analogy", "similarity"},
+    "nli": {"nli"},
 }
 
 

@@ -26,6 +26,7 @@ def body(args) -> None:
             valid_fraction=cfg.valid_fraction,
             test_fraction=cfg.test_fraction,
             repair=cfg.repair_bio,
+            dedup=cfg.dedup,
         )
     stats["provenance"] = provenance_summary(raw)
     write_json(args.root / "reports" / "data" / f"tagged_{args.name}.json", stats)

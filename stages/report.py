@@ -11,6 +11,7 @@ from pathlib import Path
 from firth import runner
 from firth.config import load_sections
 from firth.io import atomic_path, read_json, write_text
+from firth.nli.report import nli_section
 from firth.nmt.report import nmt_section
 from firth.partial import partial_input_section
 from firth.report import (
@@ -33,20 +34,54 @@ def _maybe(path):
 
 def _runs(folder: Path) -> tuple[dict, dict, dict, dict]:
     """train.json, eval.json, eval_detail.json and curve.csv rows of every run
-    folder under ``folder`` that has an eval.json, each as {run: ...}."""
+    folder under ``folder`` that has an eval.json, each as {run: ...}. A run trained
+    as one stage per seed (seed-<s>/train.json, seed-<s>/curve.csv) is merged."""
     evals = {p.parent.name: read_json(p) for p in sorted(folder.glob("*/eval.json"))}
-    curves = {}
+    trains, curves = {}, {}
     for r in evals:
-        path = folder / r / "curve.csv"
-        if path.exists():
-            with open(path, encoding="utf-8") as f:
-                curves[r] = list(csv.DictReader(f))
+        trains[r], rows = _merged(folder / r)
+        if rows:
+            curves[r] = rows
     return (
-        {r: _maybe(folder / r / "train.json") or {} for r in evals},
+        trains,
         evals,
         {r: _maybe(folder / r / "eval_detail.json") or {} for r in evals},
         curves,
     )
+
+
+def _seed_dirs(folder: Path) -> list[Path]:
+    return sorted(
+        (p for p in folder.glob("seed-*") if p.name[5:].isdigit()),
+        key=lambda p: int(p.name[5:]),
+    )
+
+
+def _merged(folder: Path) -> tuple[dict, list[dict]]:
+    """A run's train.json and curve rows; for per-seed stages, the seeds' train.json
+    merged (their ``models`` lists joined, or each seed's record as one model) and
+    their curve rows joined (with a ``seed`` column)."""
+    rows: list[dict] = []
+    seeds = _seed_dirs(folder)
+    if not seeds:
+        path = folder / "curve.csv"
+        if path.exists():
+            with open(path, encoding="utf-8") as f:
+                rows = list(csv.DictReader(f))
+        return _maybe(folder / "train.json") or {}, rows
+    merged: dict = {}
+    models: list[dict] = []
+    for d in seeds:
+        t = _maybe(d / "train.json") or {}
+        seed = int(d.name[5:])
+        models += t.get("models") or [{"seed": seed, **t}]
+        merged = merged or {k: v for k, v in t.items() if k != "models"}
+        if (d / "curve.csv").exists():
+            with open(d / "curve.csv", encoding="utf-8") as f:
+                rows += [{"seed": str(seed), **r} for r in csv.DictReader(f)]
+    merged["models"] = models
+    merged["seeds"] = [int(d.name[5:]) for d in seeds]
+    return merged, rows
 
 
 def _revision(root) -> str:
@@ -92,7 +127,7 @@ def body(args) -> None:
     if evals:
         sections.append(
             embeddings_section(
-                {m: _maybe(emb / m / "train.json") or {} for m in evals},
+                {m: _merged(emb / m)[0] for m in evals},
                 evals,
                 {m: _maybe(emb / m / "eval_detail.json") or {} for m in evals},
                 _maybe(root / "benchmarks" / "results" / "embeddings.json"),
@@ -101,7 +136,11 @@ def body(args) -> None:
     lm_runs = _runs(root / "reports" / "lm")
     if lm_runs[1]:
         sections.append(
-            lm_section(*lm_runs, _maybe(root / "benchmarks" / "results" / "lm.json"))
+            lm_section(
+                *lm_runs,
+                _maybe(root / "benchmarks" / "results" / "lm.json"),
+                _maybe(root / "reports" / "audit" / "text.json"),
+            )
         )
     nmt_runs = _runs(root / "reports" / "nmt")
     if nmt_runs[1]:
@@ -126,16 +165,18 @@ def body(args) -> None:
                 },
             )
         )
-    if evals or lm_runs[1] or nmt_runs[1] or tag_evals:
+    nli_train, nli_evals, _, _ = _runs(root / "reports" / "nli")
+    sections.append(nli_section(nli_evals, nli_train))
+    if evals or lm_runs[1] or nmt_runs[1] or tag_evals or nli_evals:
         sections.append(
-            partial_input_section(evals, lm_runs[1], nmt_runs[1], tag_evals)
+            partial_input_section(evals, lm_runs[1], nmt_runs[1], tag_evals, nli_evals)
         )
     meta = {
         "code revision": _revision(root),
         "seed": str(seed),
         "built from": "reports/data/*.json, reports/tokenizers/*.csv, "
         "reports/embeddings/*/*.json, reports/lm/*/*, reports/nmt/*/*, "
-        "reports/tagging/*/*, reports/audit/*.json, "
+        "reports/tagging/*/*, reports/nli/*/*, reports/audit/*.json, "
         "benchmarks/results/{embeddings,lm,nmt,tagger}.json, "
         "data/raw/*/*/SOURCE.json",
     }

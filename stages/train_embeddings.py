@@ -1,6 +1,8 @@
-"""DVC stage train-embeddings-<method>: word vectors from the subsampled training
-text (data/subsampled/text/train.txt) -> data/embeddings/<method>/vectors.txt
-(word2vec text format), with training metrics in reports/embeddings/<method>/.
+"""DVC stage train-embeddings-<method>@<seed>: word vectors from the subsampled
+training text (data/subsampled/text/train.txt), one seed of
+``embeddings.seeds.<method>`` -> data/embeddings/<method>/seed-<seed>/vectors.txt
+(word2vec text format), with training metrics in
+reports/embeddings/<method>/seed-<seed>/.
 
 The iterative trainers checkpoint every epoch to data/checkpoints/embeddings/
 (outside DVC's outputs, which DVC deletes before a run): a killed run resumes from
@@ -21,6 +23,7 @@ from firth.config import load_sections
 from firth.embeddings.corpus import load_corpus
 from firth.embeddings.methods import METHODS, train_method
 from firth.embeddings.vectors import save_word2vec
+from firth.errors import ConfigError
 from firth.io import atomic_path, sha256_file, write_json
 
 log = logging.getLogger("train_embeddings")
@@ -31,7 +34,14 @@ def peak_rss_mb() -> float:
 
 
 def body(args) -> None:
-    cfg, seed = load_sections("embeddings", runner.params_path(args))
+    path = runner.params_path(args)
+    cfg, _ = load_sections("embeddings", path)
+    seed = args.seed
+    if seed not in cfg.seeds[args.method]:
+        raise ConfigError(
+            f"{path}: key 'embeddings.seeds.{args.method}' has no seed {seed} "
+            f"(it lists: {', '.join(map(str, cfg.seeds[args.method]))})"
+        )
     if cfg.common.threads:
         torch.set_num_threads(cfg.common.threads)
     src = args.root / "data" / "subsampled" / "text" / "train.txt"
@@ -42,10 +52,14 @@ def body(args) -> None:
     )
     data_hash = sha256_file(src)
     ckpt = Checkpoint(
-        args.root / "data" / "checkpoints" / "embeddings" / f"{args.method}.pt",
+        args.root
+        / "data"
+        / "checkpoints"
+        / "embeddings"
+        / f"{args.method}-seed{seed}.pt",
         run_key(
             method=args.method,
-            params=cfg.model_dump(),
+            params=cfg.model_dump(exclude={"seeds"}),
             seed=seed,
             corpus=data_hash,
             device=cfg.common.device,
@@ -53,7 +67,8 @@ def body(args) -> None:
     )
     log.info("training %s on %s", args.method, src)
     out = train_method(args.method, corpus, sentences, cfg, seed=seed, checkpoint=ckpt)
-    with atomic_path(args.root / "data" / "embeddings" / args.method) as tmp:
+    run = f"{args.method}/seed-{seed}"
+    with atomic_path(args.root / "data" / "embeddings" / run) as tmp:
         tmp.mkdir()
         save_word2vec(tmp / "vectors.txt", out.embedding)
         if out.space is not None:
@@ -74,7 +89,7 @@ def body(args) -> None:
                 {
                     "method": args.method,
                     "seed": seed,
-                    "embeddings": cfg.model_dump(),
+                    "embeddings": cfg.model_dump(exclude={"seeds"}),
                     "corpus": str(src.relative_to(args.root)),
                     "corpus_sha256": data_hash,
                 },
@@ -82,7 +97,7 @@ def body(args) -> None:
             )
             + "\n"
         )
-    rep = args.root / "reports" / "embeddings" / args.method
+    rep = args.root / "reports" / "embeddings" / run
     stats = {k: v for k, v in out.stats.items() if k != "config"}
     stats.update(
         method=args.method,
@@ -104,7 +119,7 @@ def body(args) -> None:
     ckpt.clear()
     log.info(
         "%s: %.1f s, %.0f words/s, peak RSS %.0f MB",
-        args.method,
+        run,
         stats["seconds"],
         stats["words_per_second"],
         stats["peak_rss_mb"],
@@ -114,6 +129,7 @@ def body(args) -> None:
 def main(argv=None) -> None:
     p = runner.parser(__doc__)
     p.add_argument("method", choices=METHODS)
+    p.add_argument("seed", type=int, help="a seed in embeddings.seeds.<method>")
     runner.run(body, p, argv)
 
 

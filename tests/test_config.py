@@ -86,3 +86,22 @@ def test_cli_check_params(tmp_path):
     result = runner.invoke(app, ["check-params", "--path", str(bad)])
     assert result.exit_code == 2 and "report.colour" in result.output
     assert "wikipedia-sample" in runner.invoke(app, ["sources"]).output
+
+
+def test_seed_lists_are_checked(tmp_path):
+    """Every embedding method has its own non-empty list of distinct seeds; the
+    tagger and NLI matrices reject a repeated value."""
+    for profile in (ROOT / "params.yaml", *(ROOT / "profiles").glob("*.yaml")):
+        for name in ("embeddings", "tagger", "nli", "evaluate_nli"):
+            load_section(name, profile)
+    cases = [
+        ("embeddings", lambda p: p["embeddings"]["seeds"].pop("glove"), "per method"),
+        ("embeddings", lambda p: p["embeddings"]["seeds"].update(sgns=[]), "sgns"),
+        ("embeddings", lambda p: p["embeddings"]["seeds"].update(sgns=[1, 1]), "sgns"),
+        ("tagger", lambda p: p["tagger"].update(seeds=[13, 13]), "lists a value twice"),
+        ("nli", lambda p: p["nli"].update(models=["pair", "premise"]), "nli.models"),
+    ]
+    for section, mutate, message in cases:
+        path = write_params(tmp_path, mutate)
+        with pytest.raises(ConfigError, match=message):
+            load_section(section, path)

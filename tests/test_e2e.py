@@ -65,8 +65,9 @@ def test_repro_then_noop_then_only_downstream(repo):
     (path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     third = run(["dvc", "repro"], path, env)
     embedding_stages = {
-        f"train-embeddings-{m}"
-        for m in ("sgns", "subword", "ppmi-svd", "glove", "gensim")
+        f"train-embeddings-{m}@{seed}"
+        for m, seeds in params["embeddings"]["seeds"].items()
+        for seed in seeds
     } | {
         f"evaluate-embeddings@{m}"
         for m in ("sgns", "subword", "ppmi-svd", "glove", "gensim")
@@ -76,16 +77,18 @@ def test_repro_then_noop_then_only_downstream(repo):
         f"evaluate-lm@{r}" for r in lm_runs
     }
     # the taggers' pretrained variant starts from the SGNS vectors
+    t = params["tagger"]
     tagger_stages = {
-        f"{kind}-tagger@{r}"
-        for kind in ("train", "evaluate")
-        for r in params["tagger"]["runs"]
-    }
+        f"train-tagger@{d}-{h}-{s}"
+        for d in t["data"]
+        for h in t["heads"]
+        for s in t["seeds"]
+    } | {f"evaluate-tagger@{d}-{h}" for d in t["data"] for h in t["heads"]}
     # and the audit checks the tagger test sets against the vectors' corpus
     audits = {f"audit-tagged@{n}" for n in params["sources"]["tagged"]}
     assert (
         ran(third)
-        == {"subsample-text", "tokenizer-text", "report"}
+        == {"subsample-text", "tokenizer-text", "audit-text", "report"}
         | embedding_stages
         | lm_stages
         | tagger_stages
@@ -96,7 +99,7 @@ def test_repro_then_noop_then_only_downstream(repo):
     (path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     fourth = run(["dvc", "repro"], path, env)
     assert ran(fourth) == {
-        "train-embeddings-glove",
+        "train-embeddings-glove@13",
         "evaluate-embeddings@glove",
         "report",
     }
@@ -120,11 +123,16 @@ def test_repro_then_noop_then_only_downstream(repo):
     (path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     seventh = run(["dvc", "repro"], path, env)
     assert ran(seventh) == {
-        f"evaluate-tagger@{r}" for r in params["tagger"]["runs"]
+        f"evaluate-tagger@{d}-{h}" for d in t["data"] for h in t["heads"]
     } | {"report"}
     md = (path / "reports" / "index.md").read_text()
     assert "## Sequence labelling" in md
     assert "## Partial-input baselines" in md and "word-only (no context)" in md
+    # the default profiles configure no NLI data: no NLI stage, one line in the report
+    assert not any("nli" in stage for stage in ran(first))
+    assert "NLI: not run" in md
+    lm = yaml.safe_load((path / "reports" / "lm" / "gru" / "eval.json").read_text())
+    assert lm["test"]["contamination"]["n_all"] > 0
 
 
 def test_prefect_flow_runs_every_stage_in_order(repo):

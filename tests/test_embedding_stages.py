@@ -35,21 +35,23 @@ def project(tmp_path_factory):
         record = {"format": fmt, "name": name, "kind": "package", "license": "test"}
         (folder / "SOURCE.json").write_text(json.dumps(record))
     for m in METHODS:
-        train_embeddings.main(["--root", str(root), m])
+        for seed in params["embeddings"]["seeds"][m]:  # sgns: 13, 14 (tiny profile)
+            train_embeddings.main(["--root", str(root), m, str(seed)])
         evaluate_embeddings.main(["--root", str(root), m])
     return root
 
 
 @pytest.mark.parametrize("method", METHODS)
 def test_stage_outputs(project, method):
-    folder = project / "data" / "embeddings" / method
+    folder = project / "data" / "embeddings" / method / "seed-13"
     kv = KeyedVectors.load_word2vec_format(str(folder / "vectors.txt"))
     assert kv.vector_size == 16 and len(kv) > 1000
     assert np.isfinite(kv.vectors).all()
     train = json.loads(
-        (project / "reports/embeddings" / method / "train.json").read_text()
+        (project / "reports/embeddings" / method / "seed-13" / "train.json").read_text()
     )
     assert train["words_per_second"] > 0 and train["peak_rss_mb"] > 0
+    assert train["seed"] == 13
     ev = json.loads((project / "reports/embeddings" / method / "eval.json").read_text())
     for key in ("3cosadd", "3cosadd_incl", "3cosmul", "only_b", "coverage"):
         assert 0 <= ev[f"analogy-google_top_{key}"] <= 1
@@ -61,6 +63,18 @@ def test_stage_outputs(project, method):
     assert detail["neighbours"][0]["word"] == "king"
     sections = project / "reports/embeddings" / method / "analogy_sections.csv"
     assert "capital-common-countries" in sections.read_text()
+
+
+def test_seeds_are_summarised_with_every_run(project):
+    ev = json.loads((project / "reports/embeddings/sgns/eval.json").read_text())
+    assert ev["seeds"] == [13, 14] and set(ev["runs"]) == {"13", "14"}
+    key = "wordsim353_spearman"
+    a, b = ev["runs"]["13"][key], ev["runs"]["14"][key]
+    assert a != b  # another seed, other vectors
+    assert ev[key] == pytest.approx((a + b) / 2, abs=1e-6)
+    assert ev[f"{key}_sd"] == pytest.approx(abs(a - b) / 2**0.5, abs=1e-6)
+    one = json.loads((project / "reports/embeddings/glove/eval.json").read_text())
+    assert one["seeds"] == [13] and one[f"{key}_sd"] == 0.0
 
 
 def test_subword_model_gives_unseen_words_vectors(project):
@@ -75,9 +89,9 @@ def test_subword_model_gives_unseen_words_vectors(project):
 
 def test_seed_reproduces_the_vectors(project, tmp_path):
     shutil.copytree(project, tmp_path / "again")
-    train_embeddings.main(["--root", str(tmp_path / "again"), "sgns"])
-    a = (project / "data/embeddings/sgns/vectors.txt").read_bytes()
-    b = (tmp_path / "again/data/embeddings/sgns/vectors.txt").read_bytes()
+    train_embeddings.main(["--root", str(tmp_path / "again"), "sgns", "14"])
+    a = (project / "data/embeddings/sgns/seed-14/vectors.txt").read_bytes()
+    b = (tmp_path / "again/data/embeddings/sgns/seed-14/vectors.txt").read_bytes()
     assert a == b
 
 
@@ -90,7 +104,7 @@ def test_report_has_the_embeddings_section(project):
 def test_missing_corpus_is_a_clear_error(tmp_path, capsys):
     shutil.copy(ROOT / "profiles" / "tiny.yaml", tmp_path / "params.yaml")
     with pytest.raises(SystemExit) as exc:
-        train_embeddings.main(["--root", str(tmp_path), "sgns"])
+        train_embeddings.main(["--root", str(tmp_path), "sgns", "13"])
     assert exc.value.code == 2
     assert "train.txt: not found" in capsys.readouterr().err
 
@@ -100,9 +114,14 @@ def test_unknown_params_key_is_named(tmp_path, capsys):
     params["embeddings"]["sgns"]["learning_rate"] = 0.1
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     with pytest.raises(SystemExit):
-        train_embeddings.main(["--root", str(tmp_path), "sgns"])
+        train_embeddings.main(["--root", str(tmp_path), "sgns", "13"])
     err = capsys.readouterr().err
     assert "embeddings.sgns.learning_rate" in err
+    del params["embeddings"]["sgns"]["learning_rate"]
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    with pytest.raises(SystemExit):
+        train_embeddings.main(["--root", str(tmp_path), "sgns", "99"])
+    assert "key 'embeddings.seeds.sgns' has no seed 99" in capsys.readouterr().err
 
 
 def test_killed_stage_resumes_from_its_checkpoint(project, tmp_path, monkeypatch):
@@ -113,9 +132,11 @@ def test_killed_stage_resumes_from_its_checkpoint(project, tmp_path, monkeypatch
     params = yaml.safe_load((root / "params.yaml").read_text())
     params["embeddings"]["common"]["epochs"] = 2
     (root / "params.yaml").write_text(yaml.safe_dump(params))
-    train_embeddings.main(["--root", str(root), "sgns"])  # uninterrupted
-    clean = (root / "data/embeddings/sgns/vectors.txt").read_bytes()
-    shutil.rmtree(root / "data/embeddings/sgns")
+    args = ["--root", str(root), "sgns", "13"]
+    train_embeddings.main(args)  # uninterrupted
+    out = root / "data/embeddings/sgns/seed-13"
+    clean = (out / "vectors.txt").read_bytes()
+    shutil.rmtree(out)
 
     real_save = firth.checkpoint.Checkpoint.save
 
@@ -123,12 +144,13 @@ def test_killed_stage_resumes_from_its_checkpoint(project, tmp_path, monkeypatch
         real_save(self, state)
         raise KeyboardInterrupt  # as if killed right after epoch 1
 
+    ckpt = root / "data/checkpoints/embeddings/sgns-seed13.pt"
     monkeypatch.setattr(firth.checkpoint.Checkpoint, "save", save_then_die)
     with pytest.raises(KeyboardInterrupt):
-        train_embeddings.main(["--root", str(root), "sgns"])
-    assert not (root / "data/embeddings/sgns").exists()  # nothing half-written
-    assert (root / "data/checkpoints/embeddings/sgns.pt").exists()
+        train_embeddings.main(args)
+    assert not out.exists()  # nothing half-written
+    assert ckpt.exists()
     monkeypatch.setattr(firth.checkpoint.Checkpoint, "save", real_save)
-    train_embeddings.main(["--root", str(root), "sgns"])
-    assert (root / "data/embeddings/sgns/vectors.txt").read_bytes() == clean
-    assert not (root / "data/checkpoints/embeddings/sgns.pt").exists()
+    train_embeddings.main(args)
+    assert (out / "vectors.txt").read_bytes() == clean
+    assert not ckpt.exists()

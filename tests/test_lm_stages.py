@@ -13,7 +13,7 @@ from gensim.test.utils import datapath
 
 from firth.bpe import train_bpe
 from firth.lm import train as lm_train
-from stages import evaluate_lm, report, train_lm
+from stages import audit, evaluate_lm, report, train_lm
 
 RUNS = ["kn3", "ffnn", "elman", "lstm", "lstm-seed14", "gru", "transformer"]
 
@@ -32,12 +32,14 @@ def _project(root, unit="word"):
         .splitlines()
         if x.strip()
     ]
+    # the first test line is planted in training: the audit must flag it
     for name, part in (
-        ("train", lines[:240]),
+        ("train", [*lines[:240], lines[270]]),
         ("valid", lines[240:270]),
         ("test", lines[270:]),
     ):
         (text / f"{name}.txt").write_text("\n".join(part) + "\n")
+    audit.main(["--root", str(root), "text"])
     tok_dir = root / "data" / "tokenizers" / "text"
     tok_dir.mkdir(parents=True)
     train_bpe(lines[:240], model="byte-level", vocab_size=400, min_frequency=2).save(
@@ -85,6 +87,36 @@ def test_scores_and_baselines(project, run):
     assert bool(detail["gradient_flow"]) == (
         run in ("elman", "lstm", "lstm-seed14", "gru")
     )
+
+
+def test_clean_and_dirty_perplexity_use_the_audit(project):
+    """The planted line is dirty; the KN model's clean perplexity equals scoring
+    the clean lines alone."""
+    from firth.lm import kneser_ney
+    from firth.lm.data import Vocabulary
+    from firth.lm.metrics import perplexity
+
+    flags = (project / "data/audit/text/flags.tsv").read_text().splitlines()[1:]
+    dirty = [row.endswith("\t1") for row in flags]
+    assert dirty[0]
+    lines = (project / "data/subsampled/text/test.txt").read_text().splitlines()
+    assert len(dirty) == len(lines)
+    c = _eval(project, "kn3")["test"]["contamination"]
+    assert c["n_dirty"] == sum(dirty) and c["n_all"] == len(lines)
+    lm = kneser_ney.load(project / "data/lm/kn3")
+    vocab = Vocabulary.load(project / "data/lm/kn3/vocab.json")
+    clean = [
+        [vocab.tokens[i] for i in vocab.encode_line(x)]
+        for x, d in zip(lines, dirty, strict=True)
+        if not d
+    ]
+    res = lm.score(clean)
+    assert c["clean"] == pytest.approx(perplexity(res["nll_nats"], res["tokens"]))
+    for r in RUNS:
+        t = _eval(project, r)["test"]
+        assert t["contamination"]["all"] == pytest.approx(t["perplexity"], rel=1e-9)
+    md = (project / "reports" / "index.md").read_text()
+    assert "perplexity on all / dirty / clean" in md
 
 
 def test_word_models_share_the_vocabulary(project):

@@ -42,4 +42,23 @@ def test_partial_input_table_rows_and_gaps():
     assert by[("translation", "target-side LM")][5] == "58.00"
     assert by[("tagging", "word-only")][1] == "ner-crf (sgns, seed mean)"
     assert by[("tagging", "word-only")][5] == "25.00"
-    assert "NLI" in sec.intro
+    assert "NLI: not run" in sec.intro and "nli.data=[snli]" in sec.intro
+    nli = {
+        f"snli-{m}": {
+            "data": "snli",
+            "model": m,
+            "summary": {"accuracy": {"mean": acc}},
+            "baselines": {"majority": {"accuracy": 0.34}},
+        }
+        for m, acc in (("pair", 0.8), ("hypothesis", 0.65))
+    }
+    sec = partial_input_section(emb, lm, nmt, tag, nli)
+    rows = sec.tables[0][1][1]
+    row = next(r for r in rows if r[0].startswith("NLI"))
+    assert row[2:6] == [
+        "80.00",
+        "hypothesis-only (majority class: 34.00)",
+        "65.00",
+        "15.00",
+    ]
+    assert "NLI: not run" not in sec.intro

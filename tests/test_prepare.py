@@ -40,6 +40,43 @@ def test_prepare_tagged_counts_repairs_and_splits(tmp_path):
     assert tags == {"O", "B-PER"}
 
 
+def test_prepare_tagged_dedup_keeps_repeats_out_of_test(tmp_path):
+    """Twenty sentences, each present three times (one copy tagged differently):
+    with dedup no token sequence lands in two splits, and the counts say why."""
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    block = "".join(f"w{i}\tO\nx\tB-PER\n\n" for i in range(20))
+    variant = "".join(f"W{i}\tO\nx\tO\n\n" for i in range(20))  # case, tags
+    (raw / "all.conll").write_text(block + variant + block)
+    out = tmp_path / "out"
+    out.mkdir()
+    stats = prepare_tagged(
+        raw,
+        out,
+        seed=1,
+        valid_fraction=0.1,
+        test_fraction=0.1,
+        repair=True,
+        dedup=True,
+    )
+    assert stats["duplicates_dropped"] == 40
+    seen = {}
+    for s in ("train", "valid", "test"):
+        for tokens, tags in read_conll(out / f"{s}.conll"):
+            key = tuple(t.lower() for t in tokens)
+            assert key not in seen, (key, s, seen.get(key))
+            seen[key] = s
+            assert tags == ["O", "B-PER"]  # the first copy is the one kept
+    assert len(seen) == 20
+    off = tmp_path / "off"
+    off.mkdir()
+    stats = prepare_tagged(
+        raw, off, seed=1, valid_fraction=0.1, test_fraction=0.1, repair=True
+    )
+    assert "duplicates_dropped" not in stats
+    assert sum(stats["splits"][s]["sentences"] for s in stats["splits"]) == 60
+
+
 def test_normalize_web_backticks_and_kjv_brackets():
     assert normalize("Benjamin`s portion [was] five") == "Benjamin's portion was five"
     assert tokenize(normalize("He said, \u201cGo!\u201d"), lowercase=True) == [

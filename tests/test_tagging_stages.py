@@ -31,16 +31,17 @@ from stages import (
     train_tagger,
 )
 
-RUNS = ["wnut16-softmax", "wnut16-crf"]
+HEADS = ["softmax", "crf"]
+RUNS = [f"wnut16-{h}" for h in HEADS]
 
 
-def _vectors(root, train, dim):
+def _vectors(root, train, dim, seed):
     """Vectors for the training words (a stand-in for SGNS; only their rows matter
-    to the stage's plumbing)."""
+    to the stage's plumbing), one set per embedding seed."""
     words = sorted({norm(w) for tokens, _ in train for w in tokens})[::2]
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seed)
     save_word2vec(
-        root / "data" / "embeddings" / "sgns" / "vectors.txt",
+        root / "data" / "embeddings" / "sgns" / f"seed-{seed}" / "vectors.txt",
         Embedding(words, rng.normal(0, 0.3, (len(words), dim)).astype(np.float32)),
     )
 
@@ -55,9 +56,13 @@ def project(tmp_path_factory):
     prepare_tagged.main(["--root", str(root), "wnut16"])
     subsample.main(["--root", str(root), "tagged", "wnut16"])
     data = root / "data" / "subsampled" / "tagged" / "wnut16"
-    _vectors(
-        root, read_split(data / "train.conll"), params["tagger"]["common"]["word_dim"]
-    )
+    for seed in params["embeddings"]["seeds"]["sgns"]:  # 13, 14 in the tiny profile
+        _vectors(
+            root,
+            read_split(data / "train.conll"),
+            params["tagger"]["common"]["word_dim"],
+            seed,
+        )
     # the vectors' corpus: real verses, with the first test tweet planted in it
     kjv = bible.load_version("KJV").texts
     tweet = " ".join(read_split(data / "test.conll")[0][0])
@@ -67,9 +72,10 @@ def project(tmp_path_factory):
         "\n".join([*(kjv[i] for i in sorted(kjv)[:200]), "and " + tweet]) + "\n"
     )
     audit.main(["--root", str(root), "tagged", "wnut16"])
-    for r in RUNS:
-        train_tagger.main(["--root", str(root), r])
-        evaluate_tagger.main(["--root", str(root), r])
+    for head in HEADS:
+        for seed in (13, 14):
+            train_tagger.main(["--root", str(root), "wnut16", head, str(seed)])
+        evaluate_tagger.main(["--root", str(root), "wnut16", head])
     report.main(["--root", str(root)])
     return root
 
@@ -89,17 +95,19 @@ def test_scores_match_seqeval_on_the_saved_models(project, run):
     data = project / "data" / "subsampled" / "tagged" / "wnut16"
     test = read_split(data / "test.conll")
     gold = [t for _, t in test]
-    folder = project / "data" / "taggers" / run
     assert e["inits"] == ["random", "sgns"] and e["seeds"] == [13, 14]
+    # each seed's pretrained variant read that seed's vectors
+    assert e["vectors_paths"] == {
+        str(s): f"data/embeddings/sgns/seed-{s}" for s in (13, 14)
+    }
     assert len(e["models"]) == 4
     for m in e["models"]:
+        folder = project / "data" / "taggers" / run / f"seed-{m['seed']}"
         vocab = Vocab.from_json(
             json.loads((folder / f"vocab-{m['init']}.json").read_text())
         )
         model = build_tagger(vocab, e["head"], c)
-        model.load_state_dict(
-            torch.load(folder / f"{m['init']}-seed{m['seed']}.pt", weights_only=True)
-        )
+        model.load_state_dict(torch.load(folder / f"{m['init']}.pt", weights_only=True))
         pred = predict(model, encode(vocab, test), vocab, batch=7, device="cpu")
         assert m["f1"] == pytest.approx(f1_score(gold, pred))
         n = sum(map(len, gold))
@@ -125,12 +133,14 @@ def test_scores_match_seqeval_on_the_saved_models(project, run):
 
 
 def test_train_report_and_curves(project):
-    t = _json(project, "reports", "tagging", "wnut16-crf", "train.json")
-    assert t["scheme"] == "BIO" and len(t["models"]) == 4
-    assert all(m["pretrained_rows"] > 0 for m in t["models"] if m["init"] == "sgns")
-    assert all(m["pretrained_rows"] == 0 for m in t["models"] if m["init"] == "random")
-    curve = (project / "reports" / "tagging" / "wnut16-crf" / "curve.csv").read_text()
-    assert len(curve.splitlines()) == 1 + 4 * 2  # header + models x epochs
+    for seed in (13, 14):
+        rep = project / "reports" / "tagging" / "wnut16-crf" / f"seed-{seed}"
+        t = json.loads((rep / "train.json").read_text())
+        assert t["scheme"] == "BIO" and t["seed"] == seed and len(t["models"]) == 2
+        ms = {m["init"]: m for m in t["models"]}
+        assert ms["sgns"]["pretrained_rows"] > 0 == ms["random"]["pretrained_rows"]
+        curve = (rep / "curve.csv").read_text()
+        assert len(curve.splitlines()) == 1 + 2 * 2  # header + models x epochs
     md = (project / "reports" / "index.md").read_text()
     assert "## Sequence labelling" in md
     assert "word-only" in md and "majority" in md
@@ -153,24 +163,26 @@ def test_killed_stage_resumes_and_skips_finished_models(project, tmp_path, monke
         return real(*a, **kw)
 
     monkeypatch.setattr(train_tagger, "train", spy)
+    args = ["--root", str(root), "wnut16", "crf", "14"]
     with pytest.raises(KeyboardInterrupt):
-        train_tagger.main(["--root", str(root), "wnut16-crf"])
+        train_tagger.main(args)
     assert not (root / "data" / "taggers" / "wnut16-crf").exists()
     ckpts = sorted(
         p.name for p in (root / "data/checkpoints/tagger/wnut16-crf").iterdir()
     )
-    assert ckpts == ["random-seed13.pt", "random-seed14.pt"]
+    assert ckpts == ["random-seed14.pt", "sgns-seed14.pt"]
     monkeypatch.setattr(train_tagger, "train", real)
-    train_tagger.main(["--root", str(root), "wnut16-crf"])
-    for name in ("random-seed13", "random-seed14", "sgns-seed13", "sgns-seed14"):
+    train_tagger.main(args)
+    for init in ("random", "sgns"):
         a = torch.load(
-            root / "data/taggers/wnut16-crf" / f"{name}.pt", weights_only=True
+            root / "data/taggers/wnut16-crf/seed-14" / f"{init}.pt", weights_only=True
         )
         b = torch.load(
-            project / "data/taggers/wnut16-crf" / f"{name}.pt", weights_only=True
+            project / "data/taggers/wnut16-crf/seed-14" / f"{init}.pt",
+            weights_only=True,
         )
         for k in a:
-            assert torch.equal(a[k], b[k]), (name, k)
+            assert torch.equal(a[k], b[k]), (init, k)
     assert not list((root / "data/checkpoints/tagger/wnut16-crf").iterdir())
 
 
@@ -180,25 +192,30 @@ def test_bad_settings_name_the_key(project, tmp_path, capsys):
     root = tmp_path / "p"
     shutil.copytree(project, root, ignore=shutil.ignore_patterns("taggers", "reports"))
     params = yaml.safe_load((root / "params.yaml").read_text())
-    with pytest.raises(SystemExit):
-        train_tagger.main(["--root", str(root), "nope"])
-    assert "tagger.runs has no run 'nope'" in capsys.readouterr().err
+    for args, message in (
+        (["nope", "crf", "13"], "key 'tagger.data' has no 'nope'"),
+        (["wnut16", "hmm", "13"], "key 'tagger.heads' has no 'hmm'"),
+        (["wnut16", "crf", "99"], "key 'tagger.seeds' has no seed 99"),
+    ):
+        with pytest.raises(SystemExit):
+            train_tagger.main(["--root", str(root), *args])
+        assert message in capsys.readouterr().err
     params["tagger"]["common"]["word_dim"] = 5
     (root / "params.yaml").write_text(yaml.safe_dump(params))
     with pytest.raises(SystemExit):
-        train_tagger.main(["--root", str(root), "wnut16-crf"])
+        train_tagger.main(["--root", str(root), "wnut16", "crf", "13"])
     assert "tagger.common.word_dim" in capsys.readouterr().err
     params["tagger"]["common"]["word_dim"] = 16
-    params["tagger"]["runs"]["x"] = {"data": "conll2003", "head": "crf"}
+    params["tagger"]["data"] = ["wnut16", "conll2003"]
     (root / "params.yaml").write_text(yaml.safe_dump(params))
     with pytest.raises(SystemExit):
-        train_tagger.main(["--root", str(root), "x"])
+        train_tagger.main(["--root", str(root), "conll2003", "crf", "13"])
     assert "sources.tagged.conll2003" in capsys.readouterr().err
-    params["tagger"]["runs"]["x"] = {"data": "wnut16", "head": "hmm"}
+    params["tagger"]["heads"] = ["crf", "hmm"]
     (root / "params.yaml").write_text(yaml.safe_dump(params))
     with pytest.raises(SystemExit):
-        train_tagger.main(["--root", str(root), "x"])
-    assert "tagger.runs.x.head" in capsys.readouterr().err
+        train_tagger.main(["--root", str(root), "wnut16", "crf", "13"])
+    assert "tagger.heads" in capsys.readouterr().err
 
 
 def test_clean_and_dirty_scores_use_the_audit(project):
@@ -215,14 +232,12 @@ def test_clean_and_dirty_scores_use_the_audit(project):
 
     c = TaggerCommon.model_validate(params["tagger"]["common"])
     m = e["models"][0]
-    folder = project / "data" / "taggers" / "wnut16-crf"
+    folder = project / "data" / "taggers" / "wnut16-crf" / f"seed-{m['seed']}"
     vocab = Vocab.from_json(
         json.loads((folder / f"vocab-{m['init']}.json").read_text())
     )
     model = build_tagger(vocab, "crf", c)
-    model.load_state_dict(
-        torch.load(folder / f"{m['init']}-seed{m['seed']}.pt", weights_only=True)
-    )
+    model.load_state_dict(torch.load(folder / f"{m['init']}.pt", weights_only=True))
     pred = predict(model, encode(vocab, test), vocab, batch=7, device="cpu")
     clean = [i for i, d in enumerate(dirty) if not d]
     expect = f1_score([gold[i] for i in clean], [pred[i] for i in clean])

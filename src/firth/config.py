@@ -95,6 +95,7 @@ class PrepareTagged(Section):
     valid_fraction: float
     test_fraction: float
     repair_bio: bool
+    dedup: bool
 
     @model_validator(mode="after")
     def _fractions(self) -> Self:
@@ -193,13 +194,31 @@ class EmbeddingsGensim(Section):
     min_alpha: float = Field(ge=0)
 
 
+EMBEDDING_METHODS = ("sgns", "subword", "ppmi-svd", "glove", "gensim")
+
+
 class Embeddings(Section):
     common: EmbeddingsCommon
+    seeds: dict[str, list[int]]
     sgns: EmbeddingsSGNS
     subword: EmbeddingsSubword
     ppmi: EmbeddingsPPMI
     glove: EmbeddingsGloVe
     gensim: EmbeddingsGensim
+
+    @model_validator(mode="after")
+    def _seeds(self) -> Self:
+        if set(self.seeds) != set(EMBEDDING_METHODS):
+            raise ValueError(
+                "seeds needs exactly one list per method "
+                f"({', '.join(EMBEDDING_METHODS)})"
+            )
+        for method, seeds in self.seeds.items():
+            if not seeds or len(set(seeds)) != len(seeds):
+                raise ValueError(
+                    f"seeds.{method} must be a non-empty list of distinct seeds"
+                )
+        return self
 
 
 class EvaluateEmbeddings(Section):
@@ -295,6 +314,7 @@ def _domain_sections() -> dict[str, type[BaseModel]]:
     """Sections whose schema lives with its domain (a change there reruns only the
     stages of that domain)."""
     from firth.audit.config import Audit
+    from firth.nli.config import EvaluateNli, Nli
     from firth.nmt.config import EvaluateNmt, Nmt
     from firth.tagging.config import EvaluateTagger, Tagger
 
@@ -304,6 +324,8 @@ def _domain_sections() -> dict[str, type[BaseModel]]:
         "evaluate_nmt": EvaluateNmt,
         "tagger": Tagger,
         "evaluate_tagger": EvaluateTagger,
+        "nli": Nli,
+        "evaluate_nli": EvaluateNli,
     }
 
 
@@ -382,7 +404,7 @@ def load_section(name: str, path: str | Path = "params.yaml") -> Any:
     return validate_section(SECTIONS[name], params[name], name=name, path=str(path))
 
 
-SOURCE_GROUPS = ("text", "parallel", "tagged", "eval")
+SOURCE_GROUPS = ("text", "parallel", "tagged", "eval", "nli")
 _NAME = re.compile(r"[a-z0-9][a-z0-9_.-]*")
 
 

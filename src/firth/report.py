@@ -359,13 +359,26 @@ def embeddings_section(
     rows = []
     for m in methods:
         t, e = train.get(m, {}), evals[m]
+        runs = t.get("models") or [t]
+
+        def avg(key, runs=runs):
+            vals = [r[key] for r in runs if r.get(key) is not None]
+            return sum(vals) / len(vals) if vals else None
+
+        def sd(key, e=e):
+            """mean ± sd over the seeds where there are several."""
+            if len(e.get("seeds", [])) > 1 and e.get(f"{key}_sd") is not None:
+                return f"{_num(e.get(key))} ± {_num(e[f'{key}_sd'])}"
+            return _num(e.get(key))
+
         rows.append(
             [
                 m,
-                _num(t.get("words_per_second"), 0),
-                _num(t.get("seconds"), 1),
-                _num(t.get("peak_rss_mb"), 0),
-                _num(e.get("analogy-google_top_3cosadd")),
+                str(len(e.get("seeds", [])) or 1),
+                _num(avg("words_per_second"), 0),
+                _num(avg("seconds"), 1),
+                _num(avg("peak_rss_mb"), 0),
+                sd("analogy-google_top_3cosadd"),
                 _num(e.get("analogy-google_top_3cosadd_incl")),
                 _num(e.get("analogy-google_top_3cosmul")),
                 _num(e.get("analogy-google_top_only_b")),
@@ -373,18 +386,19 @@ def embeddings_section(
                 + " / "
                 + _num(e.get("analogy-google_full_coverage"), 3),
                 _num(e.get("analogy-google_full_3cosadd")),
-                f"{_num(e.get('wordsim353_spearman'))} "
+                f"{sd('wordsim353_spearman')} "
                 f"({_num(e.get('wordsim353_coverage'), 2)})",
-                f"{_num(e.get('simlex999_spearman'))} "
-                f"({_num(e.get('simlex999_coverage'), 2)})",
+                f"{sd('simlex999_spearman')} ({_num(e.get('simlex999_coverage'), 2)})",
             ]
         )
     sec.tables.append(
         (
-            "Methods (stage runs: train-embeddings-*, evaluate-embeddings@*)",
+            "Methods (stage runs: train-embeddings-<method>@<seed>, "
+            "evaluate-embeddings@<method>; means over the seeds, ± sample sd)",
             (
                 [
                     "method",
+                    "seeds",
                     "words/s",
                     "train s",
                     "peak RSS MB",
@@ -401,6 +415,37 @@ def embeddings_section(
             ),
         )
     )
+    seed_rows = [
+        [
+            m,
+            seed,
+            _num(r.get("analogy-google_top_3cosadd")),
+            _num(r.get("analogy-google_top_3cosmul")),
+            _num(r.get("analogy-google_full_3cosadd")),
+            _num(r.get("wordsim353_spearman")),
+            _num(r.get("simlex999_spearman")),
+        ]
+        for m in methods
+        for seed, r in evals[m].get("runs", {}).items()
+    ]
+    if seed_rows:
+        sec.tables.append(
+            (
+                "Every run (one row per method and seed)",
+                (
+                    [
+                        "method",
+                        "seed",
+                        "3CosAdd (top)",
+                        "3CosMul",
+                        "3CosAdd (full)",
+                        "WS-353",
+                        "SimLex-999",
+                    ],
+                    seed_rows,
+                ),
+            )
+        )
     if any("wordsim353_with_oov_spearman" in evals[m] for m in methods):
         oov_rows = [
             [
@@ -584,6 +629,7 @@ def lm_section(
     details: dict[str, dict],
     curves: dict[str, list[dict]],
     bench: dict | None,
+    audit: dict | None = None,
 ) -> Section:
     """Language models side by side on the test text: perplexity per own token and
     bits per character, baselines, the LSTM's margin over Kneser-Ney with seed
@@ -782,6 +828,24 @@ def lm_section(
             (
                 "Sampled continuations (temperature from evaluate_lm; ⏎ is </s>)",
                 (["run", "prompt", "continuation"], rows),
+            )
+        )
+    rows = [
+        (r, {"perplexity": evals[r]["test"]["contamination"]})
+        for r in runs
+        if "contamination" in evals[r]["test"]
+    ]
+    if rows:
+        from firth.audit.report import audit_sentence, contamination_table
+
+        if audit:
+            sec.intro += "\n\n" + audit_sentence(audit, "test lines")
+        sec.tables.append(
+            contamination_table(
+                rows,
+                ["perplexity"],
+                "Test perplexity on all / dirty / clean test lines (GPT-3 format; "
+                "clean vs all = (clean - all) / all; lower is better)",
             )
         )
     if bench:

@@ -3,6 +3,12 @@
 BIO repair: an ``I-X`` that follows ``O``, the sentence start, or a chunk of another
 type (``B-Y``/``I-Y``) starts no chunk it can continue; it is counted and rewritten to
 ``B-X`` (the IOB1 -> IOB2 reading, as seqeval and conlleval treat it).
+
+Dedup (single-split sources only): a corpus shipped as one file may repeat a sentence
+(WNUT-16 repeats posts), and a random split then puts copies in training and test. With
+``dedup`` the first occurrence of each token sequence (lowercased) is kept before the
+split. Sources with their own splits are kept as published, so scores stay comparable
+with the literature; the contamination audit reports their overlap instead.
 """
 
 from __future__ import annotations
@@ -37,6 +43,22 @@ def repair_bio(tags: list[str]) -> tuple[list[str], int]:
     return out, fixed
 
 
+def dedup_sentences(sents: list[Sentence]) -> tuple[list[Sentence], int]:
+    """Keep the first sentence of each lowercased token sequence; also return how
+    many dropped copies carried tags different from the kept one."""
+    first: dict[tuple[str, ...], list[str]] = {}
+    kept: list[Sentence] = []
+    conflicts = 0
+    for tokens, tags in sents:
+        key = tuple(t.lower() for t in tokens)
+        if key in first:
+            conflicts += first[key] != list(tags)
+            continue
+        first[key] = list(tags)
+        kept.append((tokens, tags))
+    return kept, conflicts
+
+
 def prepare_tagged(
     raw_dir: Path,
     out_dir: Path,
@@ -45,11 +67,13 @@ def prepare_tagged(
     valid_fraction: float,
     test_fraction: float,
     repair: bool,
+    dedup: bool = False,
 ) -> dict:
     files = {s: raw_dir / f"{s}.conll" for s in SPLITS}
     if all(f.exists() for f in files.values()):
         splits = {s: list(read_conll(files[s])) for s in SPLITS}
         resplit = False
+        dropped = {}
     else:
         path = raw_dir / "all.conll"
         if not path.exists():
@@ -57,6 +81,16 @@ def prepare_tagged(
         sents = list(read_conll(path))
         if not sents:
             raise DataError(f"{path}: empty corpus, no sentences")
+        read = len(sents)
+        if dedup:
+            sents, conflicts = dedup_sentences(sents)
+            log.info(
+                "%s: %d repeated sentences dropped before the split "
+                "(%d of them tagged differently from their first copy)",
+                path,
+                read - len(sents),
+                conflicts,
+            )
         order = list(range(len(sents)))
         random.Random(seed).shuffle(order)
         n_test = max(1, round(test_fraction * len(sents)))
@@ -68,6 +102,7 @@ def prepare_tagged(
         }
         splits = {s: [sents[i] for i in sorted(idx)] for s, idx in pick.items()}
         resplit = True
+        dropped = {"duplicates_dropped": read - len(sents)} if dedup else {}
     tag_counts = Counter(
         t for sents in splits.values() for _, tags in sents for t in tags
     )
@@ -88,7 +123,12 @@ def prepare_tagged(
                 sum(repaired.values()),
                 "repaired to B-X" if repair else "found (repair off)",
             )
-    stats: dict = {"scheme": scheme, "resplit_80_10_10": resplit, "splits": {}}
+    stats: dict = {
+        "scheme": scheme,
+        "resplit_80_10_10": resplit,
+        **dropped,
+        "splits": {},
+    }
     for split in SPLITS:
         sents = splits[split]
         if not sents:

@@ -20,7 +20,7 @@ from typing import Any
 from firth.config import SourceSpec, validate_section
 from firth.errors import ConfigError, DataError
 from firth.io import atomic_path, sha256_file, sha256_tree
-from firth.sources import bible, formats, hf, package, url, wikipedia
+from firth.sources import bible, formats, hf, nli, package, url, wikipedia
 from firth.sources.registry import REGISTRY, Registered
 
 log = logging.getLogger(__name__)
@@ -203,6 +203,14 @@ def _write(fmt: str, parser: str, path: Path, out: Path, *, source: str) -> dict
         n = formats.write_similarity(out / "pairs.tsv", formats.read_similarity(path))
         _require(n, path, "word pairs")
         return {"pairs": n}
+    if fmt == "nli":
+        counts = nli.write_examples(out / "examples.jsonl", nli.read_local(path))
+        _require(
+            sum(v for k, v in counts.items() if k.endswith("_examples")),
+            path,
+            "labelled NLI examples",
+        )
+        return counts
     raise DataError(f"{source}: format {fmt!r} cannot be read from a file")
 
 
@@ -411,15 +419,22 @@ def _hf(
                 out / f"{split}.conll", sents
             )
     else:  # nli
-        n = dropped = 0
-        with open(out / "examples.jsonl", "w", encoding="utf-8") as f:
-            for split, _i, r in records:
-                if r["label"] in (None, "", "-"):
-                    dropped += 1
-                    continue
-                f.write(json.dumps({"split": split, **r}, ensure_ascii=False) + "\n")
-                n += 1
-        counts.update(examples=n, dropped_without_gold_label=dropped)
+        counts.update(
+            nli.write_examples(
+                out / "examples.jsonl",
+                (
+                    {
+                        "split": split,
+                        "premise": r["premise"],
+                        "hypothesis": r["hypothesis"],
+                        "label": nli.normalize_label(
+                            r["label"], where=f"hf:{dataset_id}[{split}] row {i}"
+                        ),
+                    }
+                    for split, i, r in records
+                ),
+            )
+        )
     if not any(counts.values()):
         raise DataError(f"hf:{dataset_id}: empty corpus, no records read")
     return {
@@ -451,11 +466,14 @@ def _wikitext_docs(records: Iterator[tuple[str, int, dict]]) -> Iterator[dict]:
 def _local(path: Path, fmt: str, license: str, out: Path) -> dict:
     if not path.exists():
         raise DataError(f"{path}: file not found")
-    if path.is_dir():
+    if path.is_dir() and fmt == "nli":
+        counts = _write(fmt, "", path, out, source=str(path))
+        digest = sha256_tree(path)
+    elif path.is_dir():
         if fmt != "tagged":
             raise DataError(
-                f"{path}: a folder is only read for tagged data "
-                "(train/valid/test .conll or .conllu files)"
+                f"{path}: a folder is only read for tagged or NLI data "
+                "(train/valid/test .conll or .conllu files; per-split .jsonl files)"
             )
         counts = {}
         for split in ("train", "valid", "dev", "test"):

@@ -5,9 +5,9 @@ tagging stages."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, Self
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from firth.config import Section
 
@@ -30,16 +30,20 @@ class TaggerCommon(Section):
     device: Literal["auto", "cpu", "cuda"]
 
 
-class TaggerRun(Section):
-    data: str = Field(min_length=1)
-    head: Literal["softmax", "crf"]
-
-
 class Tagger(Section):
     common: TaggerCommon
     vectors: str = Field(min_length=1)
+    data: list[str] = Field(min_length=1)
+    heads: list[Literal["softmax", "crf"]] = Field(min_length=1)
     seeds: list[int] = Field(min_length=1)
-    runs: dict[str, TaggerRun]
+
+    @model_validator(mode="after")
+    def _distinct(self) -> Self:
+        for key in ("data", "heads", "seeds"):
+            values = getattr(self, key)
+            if len(set(values)) != len(values):
+                raise ValueError(f"{key} lists a value twice")
+        return self
 
 
 class EvaluateTagger(Section):

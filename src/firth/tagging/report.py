@@ -145,6 +145,7 @@ def tagging_section(
                 scale=100.0,
             )
         )
+    sec.tables.append(_every_model(runs, evals, train))
     types = _type_table(runs, evals)
     if types:
         sec.tables.append(types)
@@ -164,6 +165,51 @@ def tagging_section(
     if bench:
         sec.tables.append(bench_table(bench))
     return sec
+
+
+def _every_model(runs, evals, train):
+    """One row per trained model: run, initialisation, seed, its test scores, its
+    clean-sentence score and its best epoch."""
+    rows = []
+    for r in runs:
+        e = evals[r]
+        bio = e["scheme"] == "BIO"
+        epochs = {
+            (m["init"], m["seed"]): m.get("best_epoch")
+            for m in train.get(r, {}).get("models", [])
+        }
+        for m in e["models"]:
+            clean = (m.get("contamination") or {}).get("clean")
+            rows.append(
+                [
+                    r,
+                    m["init"],
+                    str(m["seed"]),
+                    _pct(m.get("f1")) if bio else "-",
+                    _pct(m["accuracy"]),
+                    _pct(m.get("oov_accuracy")),
+                    _pct(m.get("invalid_bio_share")) if bio else "-",
+                    _pct(clean),
+                    str(epochs.get((m["init"], m["seed"]), "-")),
+                ]
+            )
+    return (
+        "Every model (points)",
+        (
+            [
+                "run",
+                "init",
+                "seed",
+                "entity F1",
+                "token accuracy",
+                "OOV accuracy",
+                "invalid BIO %",
+                "headline on clean sentences",
+                "best epoch",
+            ],
+            rows,
+        ),
+    )
 
 
 def _verdicts(runs, evals) -> list[str]:
