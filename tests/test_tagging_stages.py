@@ -98,7 +98,7 @@ def test_scores_match_seqeval_on_the_saved_models(project, run):
     assert e["inits"] == ["random", "sgns"] and e["seeds"] == [13, 14]
     # each seed's pretrained variant read that seed's vectors
     assert e["vectors_paths"] == {
-        str(s): f"data/embeddings/sgns/seed-{s}" for s in (13, 14)
+        str(s): f"data/embeddings/sgns/seed-{s}/vectors.txt" for s in (13, 14)
     }
     assert len(e["models"]) == 4
     for m in e["models"]:
