@@ -40,11 +40,15 @@ def test_hf_jsonl_nli_drops_examples_without_gold_label(tmp_path):
             "label": "entailment",
         },
         {"premise": "A cat.", "hypothesis": "A dog.", "label": "-"},
+        {"premise": "A cat.", "hypothesis": "A pet.", "label": "Neutral"},
     ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     spec = {"kind": "hf", "format": "nli", "id": "json", "path": str(path)}
     rec = fetch("nli", spec, tmp_path / "out", cache_dir=tmp_path)
-    assert rec["counts"] == {"examples": 1, "dropped_without_gold_label": 1}
+    assert rec["counts"] == {"train_examples": 2, "dropped_without_gold_label": 1}
+    out = [json.loads(x) for x in (tmp_path / "out" / "examples.jsonl").open()]
+    assert [r["label"] for r in out] == ["entailment", "neutral"]
+    assert {r["split"] for r in out} == {"train"}
 
 
 def test_hf_tagged_class_labels_become_names(tmp_path):
