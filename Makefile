@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup lint flow bench bench-embeddings bench-lm bench-nmt bench-tagger bench-audit clean-venv
+.PHONY: run test setup lint flow browser bench bench-embeddings bench-lm bench-nmt bench-tagger bench-audit clean-venv
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -27,7 +27,17 @@ run: $(STAMP)
 flow: $(STAMP)
 	$(BIN)/python flows/pipeline.py
 
-test: $(STAMP)
+# Debian's chromium + chromedriver for the report-page browser test (skipped, with a
+# note, where they cannot be installed)
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+	{ [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  { apt-get install -y -q chromium chromium-driver >/dev/null 2>&1 || \
+	    { apt-get update -q >/dev/null 2>&1 && \
+	      apt-get install -y -q chromium chromium-driver >/dev/null 2>&1; }; }; } || \
+	echo "note: chromium/chromedriver not installed: the browser tests will be skipped"
+
+test: $(STAMP) browser
 	$(BIN)/ruff check src stages flows tests benchmarks
 	$(BIN)/python -m pytest -q
 

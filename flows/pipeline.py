@@ -37,9 +37,10 @@ def dvc(args: list[str], repo: Path) -> str:
     return proc.stdout + proc.stderr
 
 
-def stage_order(repo: Path) -> list[str]:
-    """Every stage in the order DVC would run them (from a forced dry run)."""
-    out = dvc(["repro", "--dry", "--force"], repo)
+def stage_order(repo: Path, targets: list[str] | None = None) -> list[str]:
+    """Every stage (or every stage ``targets`` need) in the order DVC would run
+    them (from a forced dry run)."""
+    out = dvc(["repro", "--dry", "--force", *(targets or [])], repo)
     return re.findall(r"Running stage '([^']+)'", out)
 
 

@@ -8,6 +8,8 @@ import json
 import subprocess
 from pathlib import Path
 
+import yaml
+
 from firth import runner
 from firth.config import load_sections
 from firth.io import atomic_path, read_json, write_text
@@ -17,9 +19,11 @@ from firth.partial import partial_input_section
 from firth.report import (
     embeddings_section,
     lm_section,
+    not_run_section,
     parallel_section,
     render_html,
     render_markdown,
+    settings_table,
     sources_section,
     tagged_section,
     text_section,
@@ -94,8 +98,48 @@ def _revision(root) -> str:
     return proc.stdout.strip() if proc.returncode == 0 else "not a git checkout"
 
 
+# what each trainer calls the sha256 of the data it trained on
+HASH_KEYS = ("corpus_sha256", "train_sha256", "examples_sha256")
+
+
+def _data_hashes(trains: dict[str, dict]) -> dict[str, str]:
+    """run -> the sha256 of the training data its (first) seed recorded."""
+    out = {}
+    for run, t in trains.items():
+        if not t:
+            continue  # no training (a baseline such as copy-source)
+        for m in [t, *(t.get("models") or [])]:
+            if h := next((m[k] for k in HASH_KEYS if m.get(k)), ""):
+                out[run] = h
+                break
+        else:
+            out[run] = ""
+    return out
+
+
+def _lookup(params: dict, key: str) -> object:
+    value = params
+    for part in key.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def _not_run(params: dict, keys: list[str], stage: str) -> str:
+    """Why a task has no results: disabled in params, or not reproduced yet."""
+    for key in keys:
+        if not _lookup(params, key):
+            return (
+                f"`{key}` is empty in params.yaml, so DVC defines no {stage} "
+                "stage; list runs there to enable it."
+            )
+    return f"configured, but no results yet: run `dvc repro {stage}`."
+
+
 def body(args) -> None:
-    cfg, seed = load_sections("report", runner.params_path(args))
+    params_file = runner.params_path(args)
+    cfg, seed = load_sections("report", params_file)
+    params = yaml.safe_load(params_file.read_text(encoding="utf-8"))
+    revision = _revision(args.root)
     root = args.root
     data, toks = root / "reports" / "data", root / "reports" / "tokenizers"
     sources = []
@@ -124,36 +168,86 @@ def body(args) -> None:
     sections.append(tokenizer_section(tables))
     emb = root / "reports" / "embeddings"
     evals = {p.parent.name: read_json(p) for p in sorted(emb.glob("*/eval.json"))}
+
+    def card(sec, names, trains, groups, extra=None, only=None):
+        sec.tables.append(
+            settings_table(
+                revision=revision,
+                params={n: _lookup(params, n) for n in names},
+                data=_data_hashes(trains),
+                sources=[
+                    s
+                    for s in sources
+                    if s["group"] in groups and (only is None or s["name"] in only)
+                ],
+                extra=extra,
+            )
+        )
+        sections.append(sec)
+
     if evals:
-        sections.append(
+        emb_train = {m: _merged(emb / m)[0] for m in evals}
+        card(
             embeddings_section(
-                {m: _merged(emb / m)[0] for m in evals},
+                emb_train,
                 evals,
                 {m: _maybe(emb / m / "eval_detail.json") or {} for m in evals},
                 _maybe(root / "benchmarks" / "results" / "embeddings.json"),
+            ),
+            ["embeddings", "evaluate_embeddings", "subsample.text"],
+            emb_train,
+            ("text", "eval"),
+        )
+    else:
+        sections.append(
+            not_run_section(
+                "Word embeddings",
+                _not_run(params, ["embeddings.seeds"], "evaluate-embeddings"),
             )
         )
     lm_runs = _runs(root / "reports" / "lm")
     if lm_runs[1]:
-        sections.append(
+        card(
             lm_section(
                 *lm_runs,
                 _maybe(root / "benchmarks" / "results" / "lm.json"),
                 _maybe(root / "reports" / "audit" / "text.json"),
+            ),
+            ["lm", "evaluate_lm", "subsample.text"],
+            lm_runs[0],
+            ("text",),
+        )
+    else:
+        sections.append(
+            not_run_section(
+                "Language models", _not_run(params, ["lm.runs"], "evaluate-lm")
             )
         )
     nmt_runs = _runs(root / "reports" / "nmt")
     if nmt_runs[1]:
-        sections.append(
+        sigs = next(
+            (d["signatures"] for d in nmt_runs[2].values() if d.get("signatures")), {}
+        )
+        card(
             nmt_section(
                 *nmt_runs,
                 _maybe(root / "benchmarks" / "results" / "nmt.json"),
                 _maybe(root / "reports" / "audit" / "parallel.json"),
+            ),
+            ["nmt", "evaluate_nmt", "subsample.parallel"],
+            nmt_runs[0],
+            ("parallel",),
+            extra={f"sacreBLEU signature ({m})": sig for m, sig in sigs.items()},
+        )
+    else:
+        sections.append(
+            not_run_section(
+                "Translation", _not_run(params, ["nmt.runs"], "evaluate-nmt")
             )
         )
     tag_train, tag_evals, _, tag_curves = _runs(root / "reports" / "tagging")
     if tag_evals:
-        sections.append(
+        card(
             tagging_section(
                 tag_train,
                 tag_evals,
@@ -163,16 +257,39 @@ def body(args) -> None:
                     p.stem.removeprefix("tagged_"): read_json(p)
                     for p in sorted((root / "reports" / "audit").glob("tagged_*.json"))
                 },
+            ),
+            ["tagger", "evaluate_tagger", "subsample.tagged"],
+            tag_train,
+            ("tagged",),
+            only=set(params.get("tagger", {}).get("data") or []),
+        )
+    else:
+        sections.append(
+            not_run_section(
+                "Sequence labelling",
+                _not_run(
+                    params,
+                    ["tagger.data", "tagger.heads", "tagger.seeds"],
+                    "evaluate-tagger",
+                ),
             )
         )
     nli_train, nli_evals, _, _ = _runs(root / "reports" / "nli")
-    sections.append(nli_section(nli_evals, nli_train))
+    if nli_evals:
+        card(
+            nli_section(nli_evals, nli_train),
+            ["nli", "evaluate_nli"],
+            nli_train,
+            ("nli",),
+        )
+    else:
+        sections.append(nli_section(nli_evals, nli_train))
     if evals or lm_runs[1] or nmt_runs[1] or tag_evals or nli_evals:
         sections.append(
             partial_input_section(evals, lm_runs[1], nmt_runs[1], tag_evals, nli_evals)
         )
     meta = {
-        "code revision": _revision(root),
+        "code revision": revision,
         "seed": str(seed),
         "built from": "reports/data/*.json, reports/tokenizers/*.csv, "
         "reports/embeddings/*/*.json, reports/lm/*/*, reports/nmt/*/*, "

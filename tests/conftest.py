@@ -3,3 +3,34 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # so tests can import stages.<name>
+
+
+def make_tiny_repo(path: Path) -> dict[str, str]:
+    """A git + DVC repository at ``path`` holding Firth's code and dvc.yaml with the
+    tiny profile as params.yaml (as a clone has them; reports/nli holds only its
+    README until NLI is enabled). Returns the environment to run dvc in."""
+    import os
+    import shutil
+    import subprocess
+
+    for item in ("src", "stages", "dvc.yaml", "benchmarks", "reports/nli"):
+        src = ROOT / item
+        if src.is_dir():
+            shutil.copytree(
+                src,
+                path / item,
+                ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"),
+            )
+        else:
+            shutil.copy(src, path / item)
+    shutil.copy(ROOT / "profiles" / "tiny.yaml", path / "params.yaml")
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    env["PYTHONPATH"] = str(path / "src")
+    env["DVC_NO_ANALYTICS"] = "1"
+    for who in ("AUTHOR", "COMMITTER"):
+        env.setdefault(f"GIT_{who}_NAME", "firth tests")
+        env.setdefault(f"GIT_{who}_EMAIL", "tests@firth.invalid")
+    for cmd in (["git", "init", "-q", "-b", "main"], ["dvc", "init", "-q"]):
+        subprocess.run(cmd, cwd=path, env=env, check=True, capture_output=True)
+    return env

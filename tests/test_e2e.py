@@ -1,15 +1,13 @@
 """End to end: the real `dvc repro` on the tiny profile inside a temporary git repo."""
 
-import os
 import re
-import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT
+from browser import CHROMIUM, DRIVER, assert_every_figure_rendered
+from conftest import ROOT, make_tiny_repo
 
 pytestmark = pytest.mark.e2e
 
@@ -27,24 +25,7 @@ def ran(output: str) -> set[str]:
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory):
     path = tmp_path_factory.mktemp("firth")
-    # as a clone has them (reports/nli holds only its README until NLI is enabled)
-    for item in ("src", "stages", "dvc.yaml", "benchmarks", "reports/nli"):
-        src = ROOT / item
-        if src.is_dir():
-            shutil.copytree(
-                src,
-                path / item,
-                ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"),
-            )
-        else:
-            shutil.copy(src, path / item)
-    shutil.copy(ROOT / "profiles" / "tiny.yaml", path / "params.yaml")
-    env = dict(os.environ)
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
-    env["PYTHONPATH"] = str(path / "src")
-    env["DVC_NO_ANALYTICS"] = "1"
-    run(["git", "init", "-q"], path, env)
-    run(["dvc", "init", "-q"], path, env)
+    env = make_tiny_repo(path)
     return path, env
 
 
@@ -53,6 +34,10 @@ def test_repro_then_noop_then_only_downstream(repo):
     first = run(["dvc", "repro"], path, env)
     assert "report" in ran(first)
     assert (path / "reports" / "index.html").exists()
+    if CHROMIUM and DRIVER:  # the tiny report in a real browser too
+        assert_every_figure_rendered(
+            path / "reports" / "index.html", path / "reports" / "index.md"
+        )
     assert (path / "data" / "raw" / "tagged" / "wnut16" / "SOURCE.json").exists()
     text = (path / "data" / "subsampled" / "text" / "train.txt").read_text()
     assert 20000 <= len(text.split()) < 25000

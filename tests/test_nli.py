@@ -358,3 +358,25 @@ def test_default_profile_runs_no_nli_stage():
         ConfigError, match=r"'nli.data' has no 'snli' \(it lists: nothing\)"
     ):
         setup(ROOT, ROOT / "params.yaml", "snli", "pair")
+
+
+def test_report_cards_settings_and_tasks_not_run(project):
+    md = (project / "reports" / "index.md").read_text()
+    nli = md[md.index("## Natural language inference") :]
+    nli = nli[: nli.index("\n## ", 5)]
+    # the NLI card carries its exact settings: params, training-data hash, source
+    assert "| params nli | " in nli and "seeds=[13, 14]" in nli
+    train = _json(project, "reports", "nli", "toy-pair", "seed-13", "train.json")
+    assert f"| {train['examples_sha256'][:12]} |" in nli
+    assert "| source nli/toy |" in nli
+    # the tiny profile configures embeddings, LMs, NMT and taggers, not run here
+    assert "## Language models\n\nNot run: configured, but no results yet: run " in md
+    assert "`dvc repro evaluate-lm`" in md
+    for title in ("Word embeddings", "Translation", "Sequence labelling"):
+        assert f"## {title}\n\nNot run: " in md
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    params["lm"]["runs"] = {}
+    (project / "params.yaml").write_text(yaml.safe_dump(params))
+    report.main(["--root", str(project)])
+    md = (project / "reports" / "index.md").read_text()
+    assert "## Language models\n\nNot run: `lm.runs` is empty in params.yaml" in md

@@ -243,9 +243,9 @@ def test_pointer_learns_a_copy_task():
     with_unknown = [i for i, s in enumerate(test) if max(s) >= vocab]
     assert len(with_unknown) > 20
     assert exact >= 0.9
-    assert sum(out.tokens[i] == test[i] for i in with_unknown) / len(
-        with_unknown
-    ) >= 0.9
+    assert (
+        sum(out.tokens[i] == test[i] for i in with_unknown) / len(with_unknown) >= 0.9
+    )
 
 
 @pytest.mark.parametrize(

@@ -145,3 +145,24 @@ def test_wikifil_rules_on_a_hand_made_article():
         "alpha is the first letter of two four see beta and page "
         "an image caption letters end"
     )
+
+
+def test_refetching_the_same_bytes_keeps_the_output_identical(tmp_path):
+    from firth.io import sha256_tree
+
+    text = tmp_path / "c.txt"
+    text.write_text("first document\n\nsecond one\n")
+    out = tmp_path / "out"
+    fetch("c", f"local:{text}", out, cache_dir=tmp_path)
+    meta = out / "SOURCE.json"
+    rec = json.loads(meta.read_text())
+    rec["retrieved"] = "2000-01-01T00:00:00+00:00"  # as if fetched long ago
+    meta.write_text(json.dumps(rec, indent=2, sort_keys=True) + "\n")
+    before = sha256_tree(out)
+    again = fetch("c", f"local:{text}", out, cache_dir=tmp_path)
+    assert again["retrieved"] == "2000-01-01T00:00:00+00:00"
+    assert sha256_tree(out) == before  # same dvc.lock hash, nothing downstream reruns
+    text.write_text("first document\n\nsecond one, edited\n")
+    changed = fetch("c", f"local:{text}", out, cache_dir=tmp_path)
+    assert changed["retrieved"] != "2000-01-01T00:00:00+00:00"
+    assert sha256_tree(out) != before

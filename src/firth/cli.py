@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -42,6 +43,179 @@ def check_params(path: Path = Path("params.yaml")) -> None:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     typer.echo(f"{path}: ok")
+
+
+@app.command()
+def compare(
+    a: Annotated[
+        str | None,
+        typer.Argument(
+            help="Baseline: git revision, DVC experiment name or report folder."
+        ),
+    ] = None,
+    b: Annotated[
+        str, typer.Argument(help="Candidate (same kinds; default: the working tree).")
+    ] = "workspace",
+    repo: Annotated[Path, typer.Option(help="The DVC repository to read.")] = Path("."),
+    rules: Annotated[
+        Path | None,
+        typer.Option(help="YAML rules replacing the defaults (see --show-rules)."),
+    ] = None,
+    show: Annotated[
+        str,
+        typer.Option(
+            help="tracked: tracked metrics and any that moved; changed: only those "
+            "that moved; all: every metric."
+        ),
+    ] = "tracked",
+    html: Annotated[
+        Path | None, typer.Option(help="Also write the comparison as an HTML page.")
+    ] = None,
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="Also write every metric as JSON.")
+    ] = None,
+    fail: Annotated[
+        bool,
+        typer.Option(
+            "--fail-on-regression",
+            help="Exit 1 when a tracked metric regressed beyond its tolerance.",
+        ),
+    ] = False,
+    show_rules: Annotated[
+        bool,
+        typer.Option("--show-rules", help="Print the default rules as YAML and exit."),
+    ] = False,
+) -> None:
+    """Every metric of A and B with the delta, flagging tracked metrics that moved
+    beyond their tolerance in the bad direction (numbers as `dvc metrics diff`)."""
+    from firth import compare as cmp
+    from firth.io import write_text
+
+    if show_rules:
+        typer.echo(cmp.rules_yaml(), nl=False)
+        return
+    if a is None:
+        typer.echo("error: give the baseline A (e.g. main, HEAD~1, exp-name)", err=True)
+        raise typer.Exit(2)
+    if show not in ("tracked", "changed", "all"):
+        typer.echo(f"error: --show: tracked, changed or all, not {show}", err=True)
+        raise typer.Exit(2)
+    try:
+        table = cmp.load_rules(rules) if rules else cmp.DEFAULT_RULES
+        metrics = cmp.load([a, b], repo)
+    except FirthError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    rows = cmp.compare(metrics[a], metrics[b], rules=table)
+    typer.echo(cmp.render_text(cmp.selected(rows, show=show), a, b), nl=False)
+    typer.echo(cmp.summary(rows))
+    for r in cmp.regressions(rows):
+        typer.echo(f"REGRESSED: {r.path}:{r.key} {r.old} -> {r.new}")
+    if html:
+        write_text(html, cmp.render_html(cmp.selected(rows, show=show), a, b))
+        typer.echo(f"html: {html}")
+    if json_out:
+        write_text(json_out, cmp.render_json(rows, a, b))
+        typer.echo(f"json: {json_out}")
+    if fail and cmp.regressions(rows):
+        raise typer.Exit(1)
+
+
+flows_app = typer.Typer(help="Prefect flows: the pipeline and scheduled retraining.")
+app.add_typer(flows_app, name="flows")
+
+
+def _load_flow(repo: Path, module: str, name: str):
+    """A flow object from ``<repo>/flows/<module>.py`` (flows/ is not a package)."""
+    from prefect.flows import load_flow_from_entrypoint
+
+    path = repo.resolve() / "flows" / f"{module}.py"
+    if not path.exists():
+        raise FirthError(f"{path}: not found (is --repo a Firth checkout?)")
+    return load_flow_from_entrypoint(f"{path}:{name}")
+
+
+def _local_server(port: int):
+    """Start Prefect's local server (SQLite, with its scheduler) unless
+    PREFECT_API_URL already points at one; return the process or None."""
+    import os
+    import subprocess
+    import time
+    import urllib.request
+
+    if os.environ.get("PREFECT_API_URL"):
+        return None
+    url = f"http://127.0.0.1:{port}/api"
+    proc = subprocess.Popen(
+        ["prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    for _ in range(120):
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=2):
+                break
+        except OSError:
+            if proc.poll() is not None:
+                raise FirthError(
+                    f"prefect server exited with {proc.returncode}"
+                ) from None
+            time.sleep(1)
+    else:
+        proc.terminate()
+        raise FirthError(f"prefect server did not answer on {url} within 2 minutes")
+    os.environ["PREFECT_API_URL"] = url
+    typer.echo(f"Prefect server: http://127.0.0.1:{port} (UI and API)")
+    return proc
+
+
+@flows_app.command("serve")
+def flows_serve(
+    cron: Annotated[
+        str, typer.Option(help="When to retrain (cron, UTC); default Sundays 03:00.")
+    ] = "0 3 * * 0",
+    repo: Annotated[Path, typer.Option(help="The Firth checkout to retrain.")] = Path(
+        "."
+    ),
+    baseline: Annotated[str, typer.Option(help="Branch to gate on and promote to.")] = (
+        "main"
+    ),
+    name: Annotated[str, typer.Option(help="Deployment name.")] = "firth-retrain",
+    port: Annotated[int, typer.Option(help="Port of the local server.")] = 4200,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="Print the deployment and exit; serve nothing."),
+    ] = False,
+) -> None:
+    """Serve flows/retrain.py on a cron schedule (starting Prefect's local server
+    when PREFECT_API_URL is unset); Ctrl-C stops it and pauses the schedule."""
+    from prefect.schedules import Cron
+
+    try:
+        retrain = _load_flow(repo, "retrain", "retrain")
+        schedule = Cron(cron, timezone="UTC")
+    except (FirthError, ValueError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    params = {"repo": str(repo.resolve()), "baseline": baseline}
+    if dry_run:
+        dep = retrain.to_deployment(name=name, schedule=schedule, parameters=params)
+        typer.echo(f"deployment: {dep.flow_name}/{dep.name}")
+        for s in dep.schedules:
+            typer.echo(f"schedule: cron {s.schedule.cron} ({s.schedule.timezone})")
+        typer.echo(f"parameters: {dep.parameters}")
+        return
+    try:
+        server = _local_server(port)
+    except FirthError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    try:
+        retrain.serve(name=name, schedule=schedule, parameters=params)
+    finally:
+        if server is not None:
+            server.terminate()
+            server.wait(timeout=30)
 
 
 if __name__ == "__main__":

@@ -879,3 +879,53 @@ def lm_section(
             )
         )
     return sec
+
+
+def _flat_params(d: object, prefix: str = "") -> list[tuple[str, str]]:
+    if isinstance(d, dict) and d:
+        out = []
+        for k, v in d.items():
+            out += _flat_params(v, f"{prefix}.{k}" if prefix else str(k))
+        return out
+    return [(prefix, str(d))]
+
+
+def settings_table(
+    *,
+    revision: str,
+    params: dict[str, object],
+    data: dict[str, str],
+    sources: list[dict],
+    extra: dict[str, str] | None = None,
+) -> tuple[str, Table]:
+    """A task card's exact settings: the code revision, every params key the task's
+    stages read (``params``: section name -> its value), the sha256 of the training
+    data each run saw (``data``: run -> hash), the raw sources behind it, and
+    anything task-specific (``extra``, e.g. the sacreBLEU signatures)."""
+    rows = [["code revision", revision]]
+    for name, value in params.items():
+        groups: dict[str, list[str]] = {}
+        for key, v in _flat_params(value, name):
+            head, _, rest = key.rpartition(".")
+            groups.setdefault(head or key, []).append(f"{rest or key}={v}")
+        rows += [[f"params {g}", ", ".join(kv)] for g, kv in groups.items()]
+    by_hash: dict[str, list[str]] = {}
+    for run, h in sorted(data.items()):
+        by_hash.setdefault(h[:12] if h else "not recorded", []).append(run)
+    rows += [
+        [f"training data sha256 ({', '.join(runs)})", h] for h, runs in by_hash.items()
+    ]
+    rows += [
+        [
+            f"source {s.get('group', '')}/{s.get('name', '')}",
+            (s.get("sha256") or "")[:12],
+        ]
+        for s in sources
+    ]
+    rows += [[k, v] for k, v in (extra or {}).items()]
+    return "Settings", (["setting", "value"], rows)
+
+
+def not_run_section(title: str, reason: str) -> Section:
+    """A task that has no results, and why."""
+    return Section(title, f"Not run: {reason}")

@@ -83,16 +83,32 @@ def previous_sha256(out_dir: Path) -> str:
     return ""
 
 
+def _previous_record(out_dir: Path) -> dict:
+    try:
+        record = json.loads((out_dir / "SOURCE.json").read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
 def fetch(name: str, value: Any, out_dir: Path, *, cache_dir: Path) -> dict:
     """Fetch one source into ``out_dir`` atomically; return the SOURCE.json record."""
     spec = resolve(name, value)
     recorded = previous_sha256(out_dir)
+    before = _previous_record(out_dir)
     with atomic_path(out_dir) as tmp:
         tmp.mkdir()
         record = _fetch_into(name, spec, tmp, cache_dir=cache_dir, recorded=recorded)
         record["name"] = name
         record["spec"] = value
         record["retrieved"] = datetime.now(UTC).isoformat(timespec="seconds")
+        if before and {k: v for k, v in before.items() if k != "retrieved"} == {
+            k: v for k, v in json.loads(json.dumps(record)).items() if k != "retrieved"
+        }:
+            # the same bytes again (a forced refresh): keep the first retrieval
+            # time, so the output, dvc.lock and everything downstream stay as
+            # they were
+            record["retrieved"] = before.get("retrieved", record["retrieved"])
         (tmp / "SOURCE.json").write_text(
             json.dumps(record, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
         )

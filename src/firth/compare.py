@@ -1,0 +1,408 @@
+"""Compare the metrics of two versions of the pipeline: git revisions, DVC
+experiments or report folders.
+
+Metrics are read exactly as ``dvc metrics diff`` reads them: every metrics file
+that ``dvc.yaml`` declares, nested dicts flattened with dots, numeric leaves only
+(lists are opaque to DVC and to this module), delta = new - old. On top of DVC's
+numbers each metric gets a rule: which direction is better and how far it may move
+in the bad direction before it counts as a regression. Rules match
+``<path>:<key>``; the path is a glob (``*`` spans folders) and the key a dotted
+pattern whose ``*`` stays inside one segment (``**`` spans any number), so
+``summary.*.f1.mean`` matches the seed mean of every init but not the per-seed
+values. The first matching rule wins; a metric without one is shown, never flagged.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import html
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import yaml
+
+from firth.errors import ConfigError, DataError
+
+Better = Literal["higher", "lower"]
+WORKSPACE = "workspace"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """``pattern`` = ``<path glob>:<dotted key pattern>``; ``better`` None = shown,
+    never flagged (baselines, counts, spreads). A move in the bad direction is a
+    regression when it exceeds max(abs_tol, rel_tol * |old|)."""
+
+    pattern: str
+    better: Better | None = None
+    abs_tol: float = 0.0
+    rel_tol: float = 0.0
+    why: str = ""
+
+    def matches(self, path: str, key: str) -> bool:
+        pglob, _, kpat = self.pattern.partition(":")
+        if not fnmatch.fnmatchcase(path, pglob):
+            return False
+        return _segments_match(key.split("."), kpat.split("."))
+
+    def tolerance(self, old: float) -> float:
+        return max(self.abs_tol, self.rel_tol * abs(old))
+
+
+def _segments_match(parts: list[str], pats: list[str]) -> bool:
+    """Dotted-key match: ``*`` inside one segment, ``**`` any number of them."""
+    if not pats:
+        return not parts
+    if pats[0] == "**":
+        return any(_segments_match(parts[i:], pats[1:]) for i in range(len(parts) + 1))
+    return bool(parts) and (
+        fnmatch.fnmatchcase(parts[0], pats[0]) and _segments_match(parts[1:], pats[1:])
+    )
+
+
+# The tracked metrics of the default DAG: the headline score of every trained model
+# (seed means where a run has several seeds). Baselines that need no training
+# (copy-source, target-LM-only, only-b, majority, word-only) move only with the data
+# and are shown untracked. Tolerances sit near the smallest change worth a look on
+# the default data; timings are never tracked (they measure the machine).
+DEFAULT_RULES: tuple[Rule, ...] = (
+    Rule("reports/nmt/copy-source/*:**", why="baseline (no model)"),
+    Rule("reports/nmt/target-lm/*:**", why="baseline (no source)"),
+    Rule("reports/embeddings/*/eval.json:*_only_b", why="baseline (only-b)"),
+    Rule("reports/embeddings/*/eval.json:*_3cosadd", "higher", abs_tol=0.005),
+    Rule("reports/embeddings/*/eval.json:*_3cosmul", "higher", abs_tol=0.005),
+    Rule("reports/embeddings/*/eval.json:*_spearman", "higher", abs_tol=0.02),
+    Rule("reports/lm/*/eval.json:test.perplexity", "lower", rel_tol=0.02),
+    Rule("reports/nmt/*/eval.json:*.bleu", "higher", abs_tol=0.5),
+    Rule("reports/nmt/*/eval.json:*.chrf", "higher", abs_tol=0.5),
+    Rule("reports/tagging/*/eval.json:summary.*.f1.mean", "higher", abs_tol=0.01),
+    Rule(
+        "reports/tagging/*/eval.json:summary.*.accuracy.mean", "higher", abs_tol=0.005
+    ),
+    Rule("reports/nli/*/eval.json:accuracy", "higher", abs_tol=0.01),
+)
+
+
+def load_rules(path: str | Path) -> tuple[Rule, ...]:
+    """Rules from a YAML list of {pattern, better, abs_tol, rel_tol, why}; they
+    replace the defaults (copy the defaults from ``firth compare --show-rules``)."""
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: cannot read the rules: {exc}") from None
+    if not isinstance(raw, list):
+        raise ConfigError(f"{path}: expected a list of rules, got {type(raw).__name__}")
+    rules = []
+    allowed = {"pattern", "better", "abs_tol", "rel_tol", "why"}
+    for i, item in enumerate(raw):
+        where = f"{path}: rule {i + 1}"
+        if not isinstance(item, dict) or "pattern" not in item:
+            raise ConfigError(f"{where}: expected a mapping with a 'pattern'")
+        if unknown := set(item) - allowed:
+            raise ConfigError(f"{where}: unknown keys {sorted(unknown)}")
+        if ":" not in str(item["pattern"]):
+            raise ConfigError(f"{where}: pattern must be '<path glob>:<key pattern>'")
+        if item.get("better") not in (None, "higher", "lower"):
+            raise ConfigError(f"{where}: better must be higher, lower or null")
+        for k in ("abs_tol", "rel_tol"):
+            v = item.get(k, 0.0)
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0:
+                raise ConfigError(f"{where}: {k} must be a number >= 0, got {v!r}")
+        rules.append(Rule(**{k: item[k] for k in item}))
+    return tuple(rules)
+
+
+def rules_yaml(rules: tuple[Rule, ...] = DEFAULT_RULES) -> str:
+    return yaml.safe_dump(
+        [
+            {
+                "pattern": r.pattern,
+                "better": r.better,
+                "abs_tol": r.abs_tol,
+                "rel_tol": r.rel_tol,
+                **({"why": r.why} if r.why else {}),
+            }
+            for r in rules
+        ],
+        sort_keys=False,
+    )
+
+
+def flatten(data: object, prefix: str = "") -> dict[str, float]:
+    """Numeric leaves of nested dicts, keys joined with dots (as DVC flattens)."""
+    out: dict[str, float] = {}
+    if isinstance(data, dict):
+        for k, v in data.items():
+            out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+    elif isinstance(data, (int, float)) and not isinstance(data, bool):
+        out[prefix] = data
+    return out
+
+
+Metrics = dict[str, dict[str, float]]  # path -> flattened key -> value
+
+
+def _from_dvc_result(result: dict, label: str) -> Metrics:
+    if err := result.get("error"):
+        raise DataError(f"{label}: DVC could not read the metrics: {err}")
+    out: Metrics = {}
+    for path, entry in sorted(result.get("data", {}).items()):
+        if "error" in entry:
+            continue  # a declared metrics file absent at that revision
+        out[path] = flatten(entry.get("data", {}))
+    return out
+
+
+def declared_metrics(repo: str | Path) -> list[str]:
+    """The metrics files ``dvc.yaml`` declares in ``repo``'s workspace, as paths
+    relative to the repository root."""
+    from dvc.repo import Repo
+
+    with Repo(str(repo)) as r:
+        paths = {
+            str(Path(out.fs_path).relative_to(r.root_dir))
+            for stage in r.index.stages
+            for out in stage.outs
+            if out.metric
+        }
+    return sorted(paths)
+
+
+def load_revisions(revs: list[str], repo: str | Path) -> dict[str, Metrics]:
+    """Metrics at git revisions or DVC experiment names (``workspace`` = the working
+    tree), read by DVC itself."""
+    from dvc.repo import Repo
+    from dvc.scm import RevError
+
+    try:
+        with Repo(str(repo)) as r:
+            shown = r.metrics.show(revs=list(revs), hide_workspace=False)
+    except RevError as exc:
+        raise DataError(f"{repo}: unknown revision or experiment: {exc}") from None
+    out = {}
+    for rev in revs:
+        if rev not in shown:
+            raise DataError(f"{repo}: unknown revision or experiment {rev!r}")
+        out[rev] = _from_dvc_result(shown[rev], rev)
+    return out
+
+
+def load_folder(folder: str | Path, declared: list[str]) -> Metrics:
+    """Metrics from a report folder: a ``reports/`` folder (or a checkout holding
+    one); ``declared`` are the metrics paths (``reports/...``) to look for."""
+    folder = Path(folder)
+    checkout = (folder / "reports").is_dir()
+    out: Metrics = {}
+    for path in declared:
+        if checkout:
+            file = folder / path
+        elif path.startswith("reports/"):  # the folder itself stands for reports/
+            file = folder / path.removeprefix("reports/")
+        else:
+            continue
+        if file.exists():
+            try:
+                out[path] = flatten(json.loads(file.read_text(encoding="utf-8")))
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{file}: not JSON: {exc}") from None
+    if not out:
+        raise DataError(
+            f"{folder}: no metrics file found (expected the files dvc.yaml declares, "
+            f"e.g. {declared[0] if declared else 'reports/.../eval.json'})"
+        )
+    return out
+
+
+def load(sources: list[str], repo: str | Path = ".") -> dict[str, Metrics]:
+    """Each source is a report folder if such a directory exists, else a revision
+    or experiment name."""
+    out: dict[str, Metrics] = {}
+    revs = [s for s in sources if not Path(s).is_dir()]
+    if revs:
+        out.update(load_revisions(revs, repo))
+    folders = [s for s in sources if Path(s).is_dir()]
+    if folders:
+        declared = declared_metrics(repo)
+        for s in folders:
+            out[s] = load_folder(s, declared)
+    return out
+
+
+@dataclass(frozen=True)
+class Row:
+    path: str
+    key: str
+    old: float | None
+    new: float | None
+    rule: Rule | None
+
+    @property
+    def delta(self) -> float | None:
+        if self.old is None or self.new is None:
+            return None
+        return self.new - self.old
+
+    @property
+    def tracked(self) -> bool:
+        return self.rule is not None and self.rule.better is not None
+
+    @property
+    def status(self) -> str:
+        """'worse' / 'better' beyond tolerance, 'missing' for a tracked metric gone
+        in B, 'added' / 'removed' for untracked ones, '' otherwise."""
+        if self.old is None:
+            return "added"
+        if self.new is None:
+            return "missing" if self.tracked else "removed"
+        if not self.tracked:
+            return ""
+        if isinstance(self.new, float) and math.isnan(self.new):
+            return "worse"
+        signed = self.delta if self.rule.better == "higher" else -self.delta
+        tol = self.rule.tolerance(self.old)
+        if signed < -tol:
+            return "worse"
+        if signed > tol:
+            return "better"
+        return ""
+
+
+def rule_for(path: str, key: str, rules: tuple[Rule, ...]) -> Rule | None:
+    return next((r for r in rules if r.matches(path, key)), None)
+
+
+def compare(
+    a: Metrics, b: Metrics, *, rules: tuple[Rule, ...] = DEFAULT_RULES
+) -> list[Row]:
+    """Every metric in A or B, sorted by path and key."""
+    rows = []
+    for path in sorted(set(a) | set(b)):
+        ka, kb = a.get(path, {}), b.get(path, {})
+        for key in sorted(set(ka) | set(kb)):
+            rows.append(
+                Row(path, key, ka.get(key), kb.get(key), rule_for(path, key, rules))
+            )
+    return rows
+
+
+def regressions(rows: list[Row]) -> list[Row]:
+    return [r for r in rows if r.status in ("worse", "missing")]
+
+
+def _fmt(x: float | None) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, int):
+        return str(x)
+    return f"{x:.6g}"
+
+
+def _tol(r: Row) -> str:
+    if not r.tracked:
+        return ""
+    arrow = "↑" if r.rule.better == "higher" else "↓"
+    return f"{arrow} ±{_fmt(r.rule.tolerance(r.old or 0.0))}"
+
+
+def selected(rows: list[Row], *, show: str) -> list[Row]:
+    """show: 'all' every metric; 'changed' those that moved or appeared;
+    'tracked' every tracked metric plus any other that moved."""
+    if show == "all":
+        return rows
+    moved = [r for r in rows if r.delta != 0 or r.status]
+    if show == "changed":
+        return moved
+    return [r for r in rows if r.tracked or r in moved]
+
+
+def summary(rows: list[Row]) -> str:
+    tracked = [r for r in rows if r.tracked]
+    worse = regressions(rows)
+    better = [r for r in rows if r.status == "better"]
+    return (
+        f"{len(rows)} metrics, {len(tracked)} tracked: {len(worse)} regressed "
+        f"beyond tolerance, {len(better)} improved beyond tolerance, "
+        f"{sum(1 for r in rows if r.delta not in (0, None))} changed in all"
+    )
+
+
+def render_text(rows: list[Row], a: str, b: str) -> str:
+    head = ("path", "metric", a, b, "delta", "tolerance", "flag")
+    body = [
+        (
+            r.path,
+            r.key,
+            _fmt(r.old),
+            _fmt(r.new),
+            _fmt(r.delta),
+            _tol(r),
+            {"worse": "REGRESSED", "missing": "MISSING"}.get(r.status, r.status),
+        )
+        for r in rows
+    ]
+    widths = [max(len(x) for x in col) for col in zip(head, *body, strict=False)]
+    lines = [
+        "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip()
+        for line in (head, tuple("-" * w for w in widths), *body)
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def render_json(rows: list[Row], a: str, b: str) -> str:
+    return json.dumps(
+        {
+            "a": a,
+            "b": b,
+            "metrics": [
+                {
+                    "path": r.path,
+                    "key": r.key,
+                    "old": r.old,
+                    "new": r.new,
+                    "delta": r.delta,
+                    "better": r.rule.better if r.rule else None,
+                    "tolerance": r.rule.tolerance(r.old or 0.0) if r.tracked else None,
+                    "status": r.status,
+                }
+                for r in rows
+            ],
+            "regressions": len(regressions(rows)),
+        },
+        indent=2,
+    )
+
+
+_CSS = """
+body{font-family:system-ui,sans-serif;margin:2em;color:#222}
+table{border-collapse:collapse;font-size:14px}
+th,td{border-bottom:1px solid #ddd;padding:3px 8px;text-align:left}
+td.n{text-align:right;font-variant-numeric:tabular-nums}
+tr.worse,tr.missing{background:#fde2e1} tr.better{background:#e3f6e5}
+caption{text-align:left;font-weight:bold;margin-bottom:.5em}
+"""
+
+
+def render_html(rows: list[Row], a: str, b: str) -> str:
+    esc = html.escape
+    body = "\n".join(
+        f'<tr class="{r.status}"><td>{esc(r.path)}</td><td>{esc(r.key)}</td>'
+        f'<td class="n">{_fmt(r.old)}</td><td class="n">{_fmt(r.new)}</td>'
+        f'<td class="n">{_fmt(r.delta)}</td><td>{esc(_tol(r))}</td>'
+        f"<td>{esc(r.status)}</td></tr>"
+        for r in rows
+    )
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'>"
+        f"<title>firth compare {esc(a)} {esc(b)}</title><style>{_CSS}</style>"
+        f"</head><body><h1>firth compare: {esc(a)} → {esc(b)}</h1>"
+        f"<p>{esc(summary(rows))}. Tolerance: how far a tracked metric may move in "
+        "the bad direction (↑ higher is better, ↓ lower is better) before it is "
+        "flagged; delta = B - A, as in <code>dvc metrics diff</code>.</p>"
+        "<table><thead><tr><th>path</th><th>metric</th>"
+        f"<th>{esc(a)}</th><th>{esc(b)}</th><th>delta</th><th>tolerance</th>"
+        f"<th>flag</th></tr></thead><tbody>\n{body}\n</tbody></table></body></html>\n"
+    )

@@ -1,0 +1,193 @@
+"""Prefect flows: fetch retries, and the retraining flow's regression gate on the
+tiny profile (a planted regression is blocked, a planted improvement promoted)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import yaml
+from conftest import ROOT, make_tiny_repo
+from prefect.testing.utilities import prefect_test_harness
+
+sys.path.insert(0, str(ROOT / "flows"))
+import pipeline as pipeline_flow  # noqa: E402
+import retrain as retrain_flow  # noqa: E402
+
+pytestmark = pytest.mark.e2e
+
+
+def git(args, path, env=None):
+    proc = subprocess.run(
+        ["git", *args], cwd=path, env=env, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+@pytest.fixture(scope="module")
+def harness():
+    with prefect_test_harness():
+        yield
+
+
+FLAKY = """\
+import sys
+from pathlib import Path
+count = Path("attempts")
+n = int(count.read_text()) + 1 if count.exists() else 1
+count.write_text(str(n))
+if n < 3:
+    sys.exit(f"attempt {n}: connection reset")
+Path("raw").mkdir(exist_ok=True)
+Path("raw/data.txt").write_text("fetched\\n")
+"""
+
+
+def test_a_fetch_stage_that_fails_twice_then_succeeds_is_retried(
+    tmp_path, harness, monkeypatch
+):
+    env = make_tiny_repo(tmp_path)
+    (tmp_path / "flaky.py").write_text(FLAKY)
+    (tmp_path / "dvc.yaml").write_text(
+        "stages:\n"
+        "  fetch-flaky:\n    cmd: python flaky.py\n    deps: [flaky.py]\n"
+        "    outs: [raw]\n"
+        "  count:\n    cmd: wc -l raw/data.txt > n.txt\n    deps: [raw]\n"
+        "    outs: [n.txt]\n"
+    )
+    for k in ("PATH", "PYTHONPATH"):
+        monkeypatch.setenv(k, env[k])
+    state = pipeline_flow.pipeline(str(tmp_path), return_state=True)
+    assert state.is_completed(), state.message
+    assert state.result() == {"fetch-flaky": True, "count": True}
+    assert (tmp_path / "attempts").read_text() == "3"  # failed, failed, succeeded
+
+
+def _params(path):
+    return yaml.safe_load((path / "params.yaml").read_text())
+
+
+def _perplexity(path, rev="HEAD"):
+    text = git(["show", f"{rev}:reports/lm/kn3/eval.json"], path)
+    return json.loads(text)["test"]["perplexity"]
+
+
+def test_retrain_promotes_an_improvement_and_blocks_a_regression(
+    tmp_path, harness, monkeypatch
+):
+    env = make_tiny_repo(tmp_path)
+    for k in ("PATH", "PYTHONPATH"):
+        monkeypatch.setenv(k, env[k])
+    for k in ("NAME", "EMAIL"):
+        for who in ("AUTHOR", "COMMITTER"):
+            monkeypatch.setenv(f"GIT_{who}_{k}", env[f"GIT_{who}_{k}"])
+    # the baseline on main: a unigram "Kneser-Ney" model (order 1), the planted flaw
+    params = _params(tmp_path)
+    params["lm"]["kn"]["order"] = 1
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    target = "evaluate-lm@kn3"
+    subprocess.run(
+        ["dvc", "repro", target], cwd=tmp_path, env=env, check=True, capture_output=True
+    )
+    git(["add", "-A"], tmp_path)
+    git(["commit", "-qm", "baseline"], tmp_path)
+    base_rev = git(["rev-parse", "HEAD"], tmp_path).strip()
+    base_ppl = _perplexity(tmp_path)
+
+    # planted improvement: order 3 -> promoted, committed on main
+    state = retrain_flow.retrain(
+        str(tmp_path),
+        name="order-3",
+        set_params=["lm.kn.order=3"],
+        targets=[target],
+        return_state=True,
+    )
+    assert state.is_completed(), state.message
+    assert state.message.startswith("promoted order-3")
+    assert git(["rev-parse", "HEAD~1"], tmp_path).strip() == base_rev
+    assert _params(tmp_path)["lm"]["kn"]["order"] == 3
+    better_ppl = _perplexity(tmp_path)
+    assert better_ppl < 0.98 * base_ppl
+    # the refresh fetched every source again, and the same bytes changed nothing
+    changed = git(["diff", "--name-only", "HEAD~1", "HEAD"], tmp_path).split()
+    assert set(changed) <= {"dvc.lock", "params.yaml"} | {
+        f"reports/lm/kn3/{f}" for f in ("train.json", "eval.json", "eval_detail.json")
+    }
+    assert git(["status", "--porcelain", "--untracked-files=no"], tmp_path) == ""
+
+    # planted regression: back to order 1 -> blocked, main and the tree untouched
+    head = git(["rev-parse", "HEAD"], tmp_path).strip()
+    state = retrain_flow.retrain(
+        str(tmp_path),
+        name="order-1",
+        set_params=["lm.kn.order=1"],
+        targets=[target],
+        return_state=True,
+    )
+    assert state.is_failed()
+    assert "reports/lm/kn3/eval.json:test.perplexity" in state.message
+    assert git(["rev-parse", "HEAD"], tmp_path).strip() == head
+    assert git(["status", "--porcelain", "--untracked-files=no"], tmp_path) == ""
+    assert _params(tmp_path)["lm"]["kn"]["order"] == 3
+    # the blocked experiment is kept for inspection
+    exps = subprocess.run(
+        ["dvc", "exp", "list", "--name-only"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    assert {"order-3", "order-1"} <= set(exps)
+
+
+def test_retrain_refuses_a_dirty_tree_or_another_branch(tmp_path, harness):
+    env = make_tiny_repo(tmp_path)
+    git(["add", "-A"], tmp_path, env)
+    git(["commit", "-qm", "base"], tmp_path, env)
+    (tmp_path / "params.yaml").write_text((tmp_path / "params.yaml").read_text() + "\n")
+    state = retrain_flow.retrain(str(tmp_path), return_state=True)
+    assert state.is_failed() and "uncommitted changes" in state.message
+    git(["checkout", "-q", "-b", "other"], tmp_path, env)
+    state = retrain_flow.retrain(str(tmp_path), return_state=True)
+    assert state.is_failed() and "not on the baseline 'main'" in state.message
+
+
+def test_prefect_yaml_entrypoints_are_the_flows():
+    from prefect.flows import load_flow_from_entrypoint
+
+    spec = yaml.safe_load((ROOT / "prefect.yaml").read_text())
+    names = {}
+    for dep in spec["deployments"]:
+        path, _, func = dep["entrypoint"].partition(":")
+        flow = load_flow_from_entrypoint(f"{ROOT / path}:{func}")
+        names[dep["name"]] = flow.name
+        # every parameter the deployment sets is one the flow takes
+        assert set(dep.get("parameters", {})) <= set(flow.parameters.properties)
+        assert dep["work_pool"]["name"]
+    assert names == {
+        "firth-retrain": "firth-retrain",
+        "firth-pipeline": "firth-pipeline",
+    }
+    [sched] = spec["deployments"][0]["schedules"]
+    from prefect.schedules import Cron
+
+    Cron(sched["cron"], timezone=sched["timezone"])  # a valid cron
+
+
+def test_flows_serve_dry_run_prints_the_cron_deployment():
+    from typer.testing import CliRunner
+
+    from firth.cli import app
+
+    res = CliRunner().invoke(
+        app,
+        ["flows", "serve", "--dry-run", "--cron", "15 4 * * 1", "--repo", str(ROOT)],
+    )
+    assert res.exit_code == 0, res.output
+    assert "deployment: firth-retrain/firth-retrain" in res.output
+    assert "schedule: cron 15 4 * * 1 (UTC)" in res.output
+    bad = CliRunner().invoke(app, ["flows", "serve", "--dry-run", "--cron", "61 * * *"])
+    assert bad.exit_code == 2

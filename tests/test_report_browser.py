@@ -1,0 +1,33 @@
+"""The committed report page in a real headless browser: every figure renders."""
+
+import base64
+
+import pytest
+from browser import assert_every_figure_rendered, images, needs_browser
+from conftest import ROOT
+
+pytestmark = needs_browser
+
+
+def test_committed_report_renders_every_figure():
+    n = assert_every_figure_rendered(
+        ROOT / "reports" / "index.html", ROOT / "reports" / "index.md"
+    )
+    assert n >= 10  # curves, gradient flow, BLEU by length, heatmaps, trade-off, ...
+
+
+def test_a_broken_figure_is_caught(tmp_path):
+    png = (ROOT / "reports" / "figures" / "word-embeddings-0.png").read_bytes()
+    good = base64.b64encode(png).decode()
+    bad = base64.b64encode(b"\0" * 16 + png[16:]).decode()  # header overwritten
+    page = tmp_path / "index.html"
+    page.write_text(
+        "<!doctype html><html><body>"
+        f"<img alt='good' src='data:image/png;base64,{good}'>"
+        f"<img alt='bad' src='data:image/png;base64,{bad}'></body></html>"
+    )
+    (tmp_path / "index.md").write_text("![good](a.png)\n![bad](b.png)\n")
+    shown = {i["alt"]: i for i in images(page)}
+    assert shown["good"]["width"] > 0 and shown["bad"]["width"] == 0
+    with pytest.raises(AssertionError, match="did not render: \\['bad'\\]"):
+        assert_every_figure_rendered(page, tmp_path / "index.md")
