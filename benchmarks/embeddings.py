@@ -33,7 +33,9 @@ TEXT8_TOKENS = 17_005_207  # text8, the full-scale profile (README)
 QUALITY = ("analogy_3cosadd", "wordsim353_spearman", "simlex999_spearman")
 
 
-def _one(method: str, seed: int, corpus: str, params: str, threads: int, queue) -> None:
+def _one(
+    method: str, seed: int, corpus: str, params: str, threads: int, device: str, queue
+) -> None:
     import torch
 
     from firth.config import load_section
@@ -43,10 +45,11 @@ def _one(method: str, seed: int, corpus: str, params: str, threads: int, queue) 
     from firth.embeddings.similarity import evaluate_pairs, read_pairs
 
     cfg = load_section("embeddings", params)
-    if threads:
-        cfg = cfg.model_copy(
-            update={"common": cfg.common.model_copy(update={"threads": threads})}
-        )
+    update = {"threads": threads} if threads else {}
+    if device:
+        update["device"] = device
+    if update:
+        cfg = cfg.model_copy(update={"common": cfg.common.model_copy(update=update)})
     torch.set_num_threads(cfg.common.threads or torch.get_num_threads())
     c = cfg.common
     data, sentences = load_corpus(
@@ -69,6 +72,7 @@ def _one(method: str, seed: int, corpus: str, params: str, threads: int, queue) 
         "analogy_3cosmul": round(ana["3cosmul"], 5),
         "analogy_coverage": round(ana["coverage"], 5),
         "threads": torch.get_num_threads(),
+        "device": out.stats.get("device", "cpu"),
         # corpus passes that words_per_second counts (methods.py): one for the
         # count-based methods, whose fitting time is independent of epochs over text
         "epochs": 1 if method in ("glove", "ppmi-svd") else c.epochs,
@@ -80,9 +84,16 @@ def _one(method: str, seed: int, corpus: str, params: str, threads: int, queue) 
     queue.put(row)
 
 
-def run_one(method, seed, corpus, params, threads) -> dict:
+def run_one(method, seed, corpus, params, threads, device="") -> dict:
     return in_fresh_process(
-        _one, method, seed, corpus, params, threads, label=f"{method} seed {seed}"
+        _one,
+        method,
+        seed,
+        corpus,
+        params,
+        threads,
+        device,
+        label=f"{method} seed {seed}",
     )
 
 
@@ -112,6 +123,9 @@ def main(argv=None) -> None:
     )
     p.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
     p.add_argument("--threads", type=int, default=0, help="0 = from params")
+    p.add_argument(
+        "--device", default="", help="cpu | cuda | auto (default: from params)"
+    )
     p.add_argument("--out", default=str(ROOT / "benchmarks/results/embeddings.json"))
     args = p.parse_args(argv)
 
@@ -119,7 +133,9 @@ def main(argv=None) -> None:
     t0 = time.time()
     for seed in args.seeds:
         for method in args.methods:
-            row = run_one(method, seed, args.corpus, args.params, args.threads)
+            row = run_one(
+                method, seed, args.corpus, args.params, args.threads, args.device
+            )
             print(json.dumps(row), flush=True)
             rows.append(row)
     summary = summarise(rows)

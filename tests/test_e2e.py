@@ -150,3 +150,90 @@ def test_prefect_flow_runs_every_stage_in_order(repo):
         "report",
     } | copy | {f"{kind}-nmt@{r}" for kind in ("train", "evaluate") for r in nmt_runs}
     assert results["fetch-text@bible-kjv"] is False  # up to date: DVC skipped it
+
+
+def test_dvc_remote_push_then_fresh_clone_pulls_everything_and_has_nothing_to_do(
+    repo, tmp_path
+):
+    """A local DVC remote: push every output, clone the git repository afresh,
+    `dvc pull`, and `dvc repro` finds nothing to do (no stage retrains)."""
+    path, env = repo
+    run(["dvc", "repro"], path, env)  # up to date after the tests above
+    remote = tmp_path / "dvc-remote"
+    run(["dvc", "remote", "add", "--default", "local", str(remote)], path, env)
+    run(["git", "add", "-A"], path, env)
+    run(["git", "commit", "-qm", "tiny pipeline, with its DVC remote"], path, env)
+    pushed = run(["dvc", "push"], path, env)
+    assert "pushed" in pushed
+    clone = tmp_path / "clone"
+    run(["git", "clone", "-q", str(path), str(clone)], tmp_path, env)
+    assert not (clone / "data" / "lm").exists()  # outputs are not in git
+    run(["dvc", "pull"], clone, env)
+    for out in ("data/lm/kn3", "data/nmt/none", "data/raw/text/bible-kjv"):
+        assert (clone / out).exists(), out
+    status = run(["dvc", "status"], clone, env)
+    assert "Data and pipelines are up to date" in status
+    again = run(["dvc", "repro"], clone, env)
+    assert ran(again) == set(), again
+
+
+def test_experiment_queue_sweep_then_firth_compare(repo):
+    """A sweep through the DVC experiment queue, two workers, then `firth compare`
+    of each queued experiment against the baseline."""
+    import json
+    import time
+
+    path, env = repo
+    head = run(["git", "rev-parse", "HEAD"], path, env).strip()
+    for order in (1, 2):
+        run(
+            [
+                "dvc",
+                "exp",
+                "run",
+                "--queue",
+                "-n",
+                f"kn-order-{order}",
+                "-S",
+                f"lm.kn.order={order}",
+                "evaluate-lm@kn3",
+            ],
+            path,
+            env,
+        )
+    run(["dvc", "queue", "start", "-j", "2"], path, env)
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        status = run(["dvc", "queue", "status"], path, env)
+        if not re.search(r"\b(Queued|Running)\b", status):
+            break
+        time.sleep(3)
+    run(["dvc", "queue", "stop"], path, env)
+    assert status.count("Success") >= 2, status
+    ppl = {}
+    for order in (1, 2):
+        out = run(
+            [
+                "firth",
+                "compare",
+                head,
+                f"kn-order-{order}",
+                "--show",
+                "changed",
+                "--json",
+                str(path / f"compare-{order}.json"),
+            ],
+            path,
+            env,
+        )
+        assert "REGRESSED: reports/lm/kn3/eval.json:test.perplexity" in out
+        rows = json.loads((path / f"compare-{order}.json").read_text())["metrics"]
+        [row] = [
+            r
+            for r in rows
+            if r["path"] == "reports/lm/kn3/eval.json" and r["key"] == "test.perplexity"
+        ]
+        ppl[order] = row["new"]
+        assert row["status"] == "worse"  # the baseline is a trigram model
+    assert ppl[1] > ppl[2]  # a unigram model is worse than a bigram model
+    run(["git", "diff", "--quiet", "HEAD"], path, env)  # the workspace is untouched

@@ -170,6 +170,17 @@ def test_prefect_yaml_entrypoints_are_the_flows():
     assert names == {
         "firth-retrain": "firth-retrain",
         "firth-pipeline": "firth-pipeline",
+        "firth-pipeline-pools": "firth-pipeline-pools",
+        "firth-cpu": "firth-stages",
+        "firth-gpu": "firth-stages",
+    }
+    pools = {d["name"]: d["work_pool"]["name"] for d in spec["deployments"]}
+    assert pools["firth-gpu"] == "firth-gpu" and pools["firth-cpu"] == "firth-cpu"
+    # the pools flow calls the stage deployments by their registered names
+    orchestrator = next(d for d in spec["deployments"] if d["name"].endswith("pools"))
+    assert orchestrator["parameters"] == {
+        "cpu": "firth-stages/firth-cpu",
+        "gpu": "firth-stages/firth-gpu",
     }
     [sched] = spec["deployments"][0]["schedules"]
     from prefect.schedules import Cron
@@ -191,3 +202,68 @@ def test_flows_serve_dry_run_prints_the_cron_deployment():
     assert "schedule: cron 15 4 * * 1 (UTC)" in res.output
     bad = CliRunner().invoke(app, ["flows", "serve", "--dry-run", "--cron", "61 * * *"])
     assert bad.exit_code == 2
+
+
+def test_pool_phases_respect_every_dependency_of_the_real_dag():
+    import pools
+
+    order = pipeline_flow.stage_order(ROOT)
+    deps = pools.edges(ROOT)
+    data, train, rest = pools.phases(order, deps)
+    assert sorted(data + train + rest) == sorted(order)
+    assert train and all(pools.is_training(s) for s in train)
+    assert not any(pools.is_training(s) for s in data + rest)
+    assert {"prepare-text", "tokenizer-parallel"} <= set(data)
+    assert {"report", "evaluate-lm@kn5"} <= set(rest)
+    phase = {s: i for i, group in enumerate((data, train, rest)) for s in group}
+    position = {s: i for i, s in enumerate(data + train + rest)}
+    for up, down in deps:  # every input is made in an earlier phase, or earlier on
+        assert phase[up] <= phase[down] and position[up] < position[down], (up, down)
+    with pytest.raises(ValueError, match="needs a trained model"):
+        pools.phases(
+            ["train-a", "evaluate-a", "train-b"],
+            [("train-a", "evaluate-a"), ("evaluate-a", "train-b")],
+        )
+
+
+STAGE = """\
+from pathlib import Path
+runs = Path("runs.txt")
+runs.write_text(str(int(runs.read_text()) + 1 if runs.exists() else 1))
+Path("out.txt").write_text(Path("in.txt").read_text().upper())
+"""
+
+
+def test_a_worker_reuses_what_another_worker_pushed(tmp_path, harness, monkeypatch):
+    """Node A runs a stage and pushes it with the run cache; node B, a fresh clone
+    of the same commit, runs the same stage list and restores the output instead
+    of running it again."""
+    import pools
+
+    a, b, remote = tmp_path / "a", tmp_path / "b", tmp_path / "remote"
+    a.mkdir()
+    env = make_tiny_repo(a)  # for its environment; the toy DAG replaces dvc.yaml
+    for k in ("PATH", "PYTHONPATH"):
+        monkeypatch.setenv(k, env[k])
+    (a / "stage.py").write_text(STAGE)
+    (a / "in.txt").write_text("real data\n")
+    (a / "dvc.yaml").write_text(
+        "stages:\n  upper:\n    cmd: python stage.py\n"
+        "    deps: [stage.py, in.txt]\n    outs: [out.txt]\n"
+    )
+    subprocess.run(
+        ["dvc", "remote", "add", "-d", "shared", str(remote)],
+        cwd=a,
+        env=env,
+        check=True,
+    )
+    (a / ".gitignore").write_text("runs.txt\n")
+    git(["add", "-A"], a, env)
+    git(["commit", "-qm", "toy"], a, env)
+    git(["clone", "-q", str(a), str(b)], tmp_path, env)
+
+    assert pools.run_stages(["upper"], str(a)) == {"upper": True}
+    assert (a / "runs.txt").read_text() == "1"
+    assert pools.run_stages(["upper"], str(b)) == {"upper": False}  # restored
+    assert not (b / "runs.txt").exists()  # the command never ran on node B
+    assert (b / "out.txt").read_text() == "REAL DATA\n"
