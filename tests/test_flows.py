@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -36,6 +37,7 @@ def harness():
 FLAKY = """\
 import sys
 from pathlib import Path
+from pathlib import Path
 count = Path("attempts")
 n = int(count.read_text()) + 1 if count.exists() else 1
 count.write_text(str(n))
@@ -64,6 +66,23 @@ def test_a_fetch_stage_that_fails_twice_then_succeeds_is_retried(
     assert state.is_completed(), state.message
     assert state.result() == {"fetch-flaky": True, "count": True}
     assert (tmp_path / "attempts").read_text() == "3"  # failed, failed, succeeded
+
+
+def _retrain_artifact() -> str:
+    """The newest `firth-retrain` markdown artifact on the test server."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+    from prefect.client.schemas.sorting import ArtifactSort
+
+    with get_client(sync_client=True) as client:
+        [art] = client.read_artifacts(
+            artifact_filter=ArtifactFilter(
+                key=ArtifactFilterKey(any_=["firth-retrain"])
+            ),
+            sort=ArtifactSort.CREATED_DESC,
+            limit=1,
+        )
+    return art.data
 
 
 def _params(path):
@@ -117,6 +136,8 @@ def test_retrain_promotes_an_improvement_and_blocks_a_regression(
         f"reports/lm/kn3/{f}" for f in ("train.json", "eval.json", "eval_detail.json")
     }
     assert git(["status", "--porcelain", "--untracked-files=no"], tmp_path) == ""
+    assert "**promoted**" in _retrain_artifact()
+    assert "| reports/lm/kn3/eval.json | test.perplexity |" in _retrain_artifact()
 
     # planted regression: back to order 1 -> blocked, main and the tree untouched
     head = git(["rev-parse", "HEAD"], tmp_path).strip()
@@ -132,6 +153,7 @@ def test_retrain_promotes_an_improvement_and_blocks_a_regression(
     assert git(["rev-parse", "HEAD"], tmp_path).strip() == head
     assert git(["status", "--porcelain", "--untracked-files=no"], tmp_path) == ""
     assert _params(tmp_path)["lm"]["kn"]["order"] == 3
+    assert "**blocked: 1 tracked metrics regressed" in _retrain_artifact()
     # the blocked experiment is kept for inspection
     exps = subprocess.run(
         ["dvc", "exp", "list", "--name-only"],
@@ -267,3 +289,63 @@ def test_a_worker_reuses_what_another_worker_pushed(tmp_path, harness, monkeypat
     assert pools.run_stages(["upper"], str(b)) == {"upper": False}  # restored
     assert not (b / "runs.txt").exists()  # the command never ran on node B
     assert (b / "out.txt").read_text() == "REAL DATA\n"
+
+
+def test_flows_serve_registers_the_cron_deployment_on_a_local_server(tmp_path):
+    """The real thing: `firth flows serve` starts Prefect's local server, registers
+    the deployment with its cron schedule (the server's scheduler then creates the
+    next runs), and SIGTERM stops both."""
+    import os
+    import signal
+    import socket
+    import time
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    env["PREFECT_HOME"] = str(tmp_path / "prefect")  # its own SQLite database
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    args = ["--port", str(port), "--cron", "0 3 * * 0", "--repo", str(ROOT)]
+    proc = subprocess.Popen(
+        ["firth", "flows", "serve", *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    api = f"http://127.0.0.1:{port}/api"
+
+    def post(path):
+        req = urllib.request.Request(
+            api + path, data=b"{}", headers={"content-type": "application/json"}
+        )
+        with urllib.request.urlopen(req, timeout=5) as r:
+            return json.loads(r.read())
+
+    try:
+        deadline = time.monotonic() + 180
+        deps, runs = [], []
+        while time.monotonic() < deadline and not (deps and runs):
+            time.sleep(2)
+            assert proc.poll() is None, proc.stdout.read()
+            try:
+                deps = post("/deployments/filter")
+                runs = post("/flow_runs/filter")
+            except OSError:
+                continue
+        [dep] = deps
+        assert dep["name"] == "firth-retrain"
+        [sched] = dep["schedules"]
+        assert sched["schedule"]["cron"] == "0 3 * * 0" and sched["active"]
+        assert dep["parameters"] == {"repo": str(ROOT), "baseline": "main"}
+        assert runs and all(r["state_name"] == "Scheduled" for r in runs)
+        # the scheduler's runs fall on Sundays at 03:00 UTC
+        assert all(r["expected_start_time"].endswith("T03:00:00Z") for r in runs)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=60)
+    assert "Pausing all deployments" in out
+    with pytest.raises(OSError):
+        post("/deployments/filter")  # the local server stopped with it

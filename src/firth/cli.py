@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -211,7 +212,11 @@ def flows_serve(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     try:
-        retrain.serve(name=name, schedule=schedule, parameters=params)
+        from prefect.settings import PREFECT_API_URL, temporary_settings
+
+        # prefect read its settings at import: point them at the server now
+        with temporary_settings({PREFECT_API_URL: os.environ["PREFECT_API_URL"]}):
+            retrain.serve(name=name, schedule=schedule, parameters=params)
     finally:
         if server is not None:
             server.terminate()
