@@ -1,10 +1,13 @@
-"""DVC stage fetch-<group>@<name>: fetch one source into data/raw/<group>/<name>/."""
+"""DVC stage fetch-<group>@<name>: fetch one source into data/raw/<group>/<name>/,
+and commit its provenance record (SOURCE.json) as reports/sources/<group>/<name>.json
+so the report is built from committed files only."""
 
 from __future__ import annotations
 
 from firth import runner
 from firth.config import load_sources
 from firth.errors import ConfigError, DataError
+from firth.io import write_json
 from firth.sources.fetch import fetch
 
 GROUP_FORMATS = {
@@ -32,6 +35,9 @@ def body(args) -> None:
             f"sources.{args.group}.{args.name}: a {record['format']} source "
             f"cannot serve the {args.group} group"
         )
+    write_json(
+        args.root / "reports" / "sources" / args.group / f"{args.name}.json", record
+    )
 
 
 def main(argv=None) -> None:

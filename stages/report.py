@@ -143,9 +143,9 @@ def body(args) -> None:
     root = args.root
     data, toks = root / "reports" / "data", root / "reports" / "tokenizers"
     sources = []
-    for meta in sorted((root / "data" / "raw").glob("*/*/SOURCE.json")):
+    for meta in sorted((root / "reports" / "sources").glob("*/*.json")):
         record = json.loads(meta.read_text(encoding="utf-8"))
-        record["group"] = meta.parent.parent.name
+        record["group"] = meta.parent.name
         sources.append(record)
     sections = [sources_section(sources)]
     if (stats := _maybe(data / "text.json")) is not None:
@@ -295,7 +295,7 @@ def body(args) -> None:
         "reports/embeddings/*/*.json, reports/lm/*/*, reports/nmt/*/*, "
         "reports/tagging/*/*, reports/nli/*/*, reports/audit/*.json, "
         "benchmarks/results/{embeddings,lm,nmt,tagger}.json, "
-        "data/raw/*/*/SOURCE.json",
+        "reports/sources/*/*.json",
     }
     figures = {}
     for sec in sections:

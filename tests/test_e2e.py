@@ -1,5 +1,6 @@
 """End to end: the real `dvc repro` on the tiny profile inside a temporary git repo."""
 
+import json
 import re
 import subprocess
 import sys
@@ -38,7 +39,9 @@ def test_repro_then_noop_then_only_downstream(repo):
         assert_every_figure_rendered(
             path / "reports" / "index.html", path / "reports" / "index.md"
         )
-    assert (path / "data" / "raw" / "tagged" / "wnut16" / "SOURCE.json").exists()
+    raw = path / "data" / "raw" / "tagged" / "wnut16" / "SOURCE.json"
+    committed = path / "reports" / "sources" / "tagged" / "wnut16.json"
+    assert json.loads(committed.read_text()) == json.loads(raw.read_text())
     text = (path / "data" / "subsampled" / "text" / "train.txt").read_text()
     assert 20000 <= len(text.split()) < 25000
 

@@ -1,7 +1,7 @@
 """The report page: data and tokenizer summaries as Markdown and self-contained HTML.
 
-Built only from committed metrics (``reports/data``, ``reports/tokenizers``) and the
-``SOURCE.json`` provenance of each fetched source.
+Built only from committed files: metrics (``reports/data``, ``reports/tokenizers``,
+...) and the provenance record of each fetched source (``reports/sources``).
 """
 
 from __future__ import annotations
@@ -67,7 +67,8 @@ def sources_section(sources: list[dict]) -> Section:
         "Data sources",
         "Every raw input, where it came from, the sha256 of "
         "the bytes read and its licence (full record: "
-        "data/raw/<group>/<name>/SOURCE.json).",
+        "reports/sources/<group>/<name>.json, a copy of data/raw/<group>/<name>/"
+        "SOURCE.json).",
         [
             (
                 "",
