@@ -7,7 +7,8 @@
 3. compare the experiment with the baseline (``main``) by the rules of
    ``firth compare`` and publish the comparison as a Prefect artifact;
 4. promote only when no tracked metric regressed beyond its tolerance: apply the
-   experiment and commit it on the baseline branch. Otherwise the branch and the
+   experiment (its changed files, then the outputs the cache holds) and commit it
+   on the baseline branch. Otherwise the branch and the
    working tree are left as they were and the run ends Failed with the reason.
 
 Run once: ``python flows/retrain.py``; on a schedule: ``firth flows serve``.
@@ -90,6 +91,37 @@ def markdown(rows: list[cmp.Row], baseline: str, name: str, verdict: str) -> str
     )
 
 
+def experiment_commit(repo: Path, name: str) -> str:
+    """The commit of experiment ``name`` made on top of HEAD."""
+    head = git(["rev-parse", "HEAD"], repo).strip()
+    refs = git(["for-each-ref", "--format=%(objectname) %(refname)", "refs/exps"], repo)
+    for line in refs.splitlines():
+        sha, ref = line.split(" ", 1)
+        if (
+            ref.rsplit("/", 1)[-1] == name
+            and git(["rev-parse", f"{sha}^"], repo).strip() == head
+        ):
+            return sha
+    raise RuntimeError(f"no experiment {name!r} on top of {head[:7]}")
+
+
+def _apply(repo: Path, name: str) -> None:
+    """``dvc exp apply`` without its strictness about outputs: take the files the
+    experiment commit changed, then check out the outputs the cache holds (a
+    baseline that never reproduced some stages has no cache for them, and the
+    experiment did not need them either)."""
+    sha = experiment_commit(repo, name)
+    for line in git(
+        ["diff", "--name-status", "--no-renames", "HEAD", sha], repo
+    ).splitlines():
+        status, file = line.split("\t", 1)
+        if status == "D":
+            git(["rm", "-q", "--", file], repo)
+        else:
+            git(["checkout", sha, "--", file], repo)
+    dvc(["checkout", "--allow-missing"], repo)
+
+
 def _untracked(repo: Path) -> set[str]:
     out = git(["ls-files", "--others", "--exclude-standard", "-z"], repo)
     return {p for p in out.split("\0") if p}
@@ -167,7 +199,7 @@ def retrain(
     if not promote:
         _restore(path, fetches)
         return Completed(message=verdict)
-    dvc(["exp", "apply", name], path)
+    _apply(path, name)
     # everything the experiment changed: tracked files, and files it created (the
     # tree was clean before; untracked files the user had are left out)
     git(["add", "--update"], path)

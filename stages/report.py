@@ -88,6 +88,22 @@ def _merged(folder: Path) -> tuple[dict, list[dict]]:
     return merged, rows
 
 
+def _loss_curves(folder: Path, methods: list[str]) -> dict:
+    """method -> seed -> [(epoch, loss)] from each seed's loss.csv (the iterative
+    trainers write one)."""
+    out: dict = {}
+    for m in methods:
+        for d in _seed_dirs(folder / m):
+            path = d / "loss.csv"
+            if path.exists():
+                with open(path, encoding="utf-8") as f:
+                    rows = list(csv.DictReader(f))
+                out.setdefault(m, {})[int(d.name[5:])] = [
+                    (int(r["epoch"]), float(r["loss"])) for r in rows
+                ]
+    return out
+
+
 def _revision(root) -> str:
     proc = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"],
@@ -193,6 +209,7 @@ def body(args) -> None:
                 evals,
                 {m: _maybe(emb / m / "eval_detail.json") or {} for m in evals},
                 _maybe(root / "benchmarks" / "results" / "embeddings.json"),
+                _loss_curves(emb, list(evals)),
             ),
             ["embeddings", "evaluate_embeddings", "subsample.text"],
             emb_train,

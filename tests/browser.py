@@ -29,7 +29,16 @@ def images(page: Path) -> list[dict]:
     opts.add_argument("--disable-dev-shm-usage")
     driver = webdriver.Chrome(service=Service(DRIVER), options=opts)
     try:
+        from selenium.webdriver.support.ui import WebDriverWait
+
         driver.get(page.resolve().as_uri())
+        # the whole document parsed and every image settled (decoded or failed)
+        WebDriverWait(driver, 60).until(
+            lambda d: d.execute_script(
+                "return document.readyState === 'complete' && "
+                "Array.from(document.images).every(i => i.complete)"
+            )
+        )
         return driver.execute_script(
             "return Array.from(document.images).map(i => ({alt: i.alt, "
             "complete: i.complete, width: i.naturalWidth, height: i.naturalHeight}))"
@@ -43,7 +52,9 @@ def assert_every_figure_rendered(page: Path, markdown: Path) -> int:
     the browser decoded every one of them to a non-empty bitmap."""
     shown = images(page)
     expected = markdown.read_text(encoding="utf-8").count("![")
-    assert len(shown) == expected, (len(shown), expected)
+    in_html = page.read_text(encoding="utf-8").count("<img ")
+    assert in_html == expected, f"the page has {in_html} <img>, the summary {expected}"
+    assert len(shown) == expected, f"the browser shows {len(shown)} of {expected}"
     broken = [i["alt"][:60] for i in shown if not (i["complete"] and i["width"] > 0)]
     assert not broken, f"figures that did not render: {broken}"
     return len(shown)

@@ -15,12 +15,23 @@ from firth.bpe import train_bpe
 from firth.lm import train as lm_train
 from stages import audit, evaluate_lm, report, train_lm
 
-RUNS = ["kn3", "ffnn", "elman", "lstm", "lstm-seed14", "gru", "transformer"]
+# every family, and a second seed (the tiny profile's DAG keeps only three runs)
+LM_RUNS = {
+    "kn3": {"family": "kn", "seed": 13},
+    "ffnn": {"family": "ffnn", "seed": 13},
+    "elman": {"family": "elman", "seed": 13},
+    "lstm": {"family": "lstm", "seed": 13},
+    "lstm-seed14": {"family": "lstm", "seed": 14},
+    "gru": {"family": "gru", "seed": 13},
+    "transformer": {"family": "transformer", "seed": 13},
+}
+RUNS = list(LM_RUNS)
 
 
 def _project(root, unit="word"):
     params = yaml.safe_load((ROOT / "profiles" / "tiny.yaml").read_text())
     params["lm"]["common"]["unit"] = unit
+    params["lm"]["runs"] = LM_RUNS
     (root / "params.yaml").write_text(yaml.safe_dump(params))
     text = root / "data" / "subsampled" / "text"
     text.mkdir(parents=True)

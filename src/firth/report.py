@@ -340,9 +340,11 @@ def embeddings_section(
     evals: dict[str, dict],
     details: dict[str, dict],
     bench: dict | None,
+    curves: dict[str, dict[int, list[tuple[int, float]]]] | None = None,
 ) -> Section:
     """Methods side by side (gensim the reference), analogies by section,
-    neighbours of probe words, and the benchmark against gensim."""
+    neighbours of probe words, and the benchmark against gensim; ``curves``:
+    method -> seed -> (epoch, training loss) of the iterative methods."""
     methods = [m for m in EMBEDDING_ORDER if m in evals] + sorted(
         m for m in evals if m not in EMBEDDING_ORDER
     )
@@ -528,6 +530,22 @@ def embeddings_section(
         sec.figures.append(
             ("Embedding quality by method", embeddings_figure(methods, evals))
         )
+    if names:
+        sec.figures.append(
+            (
+                "Analogy accuracy (3CosAdd, top candidates) by section of the "
+                "Google set: semantic sections first, then the syntactic ones",
+                analogy_sections_figure(methods, top),
+            )
+        )
+    if curves:
+        sec.figures.append(
+            (
+                "Training loss per epoch (each method's own objective, log scale; "
+                "one line per seed)",
+                embedding_loss_figure(curves),
+            )
+        )
     return sec
 
 
@@ -604,6 +622,51 @@ def embeddings_figure(methods: list[str], evals: dict[str, dict]) -> bytes:
     ax.set_ylabel("accuracy / Spearman")
     ax.legend(fontsize=8)
     ax.grid(True, axis="y", alpha=0.3)
+    return _png(fig)
+
+
+def analogy_sections_figure(methods: list[str], top: dict[str, dict | None]) -> bytes:
+    """3CosAdd per analogy section (top candidates), one bar per method."""
+    names = list(dict.fromkeys(n for r in top.values() if r for n in r["sections"]))
+    fig, ax = plt.subplots(
+        figsize=(7.5, 0.32 * len(names) * max(1, len(methods)) / 2 + 1.5)
+    )
+    height = 0.8 / max(1, len(methods))
+    for i, m in enumerate(methods):
+        secs = (top.get(m) or {}).get("sections", {})
+        vals = [(secs.get(n) or {}).get("3cosadd") or 0.0 for n in names]
+        ax.barh([j + i * height for j in range(len(names))], vals, height, label=m)
+    ax.set_yticks([j + 0.4 - height / 2 for j in range(len(names))])
+    ax.set_yticklabels(names, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("3CosAdd accuracy (covered questions, top candidates)")
+    ax.legend(fontsize=7, loc="lower right")
+    ax.grid(True, axis="x", alpha=0.3)
+    return _png(fig)
+
+
+def embedding_loss_figure(
+    curves: dict[str, dict[int, list[tuple[int, float]]]],
+) -> bytes:
+    """Training loss per epoch of each iterative method, every seed a line."""
+    fig, ax = plt.subplots(figsize=(7.0, 3.6))
+    for i, (m, seeds) in enumerate(sorted(curves.items())):
+        for j, (_seed, points) in enumerate(sorted(seeds.items())):
+            xs, ys = zip(*points, strict=True)
+            ax.plot(
+                xs,
+                ys,
+                color=f"C{i}",
+                alpha=1.0 if j == 0 else 0.5,
+                marker="o",
+                markersize=3,
+                label=m if j == 0 else None,
+            )
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("training loss (method's own objective)")
+    ax.set_yscale("log")
+    ax.legend(fontsize=8)
+    ax.grid(True, alpha=0.3)
     return _png(fig)
 
 
