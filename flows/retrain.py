@@ -74,20 +74,12 @@ def gate(repo: Path, baseline: str, name: str, rules: str | None) -> list[cmp.Ro
 
 def markdown(rows: list[cmp.Row], baseline: str, name: str, verdict: str) -> str:
     shown = cmp.selected(rows, show="changed")
-    table = [
-        f"| path | metric | {baseline} | {name} | delta | tolerance | flag |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for r in shown[:200]:
-        table.append(
-            f"| {r.path} | {r.key} | {cmp._fmt(r.old)} | {cmp._fmt(r.new)} | "
-            f"{cmp._fmt(r.delta)} | {cmp._tol(r)} | {r.status} |"
-        )
-    more = f"\n\n({len(shown) - 200} more rows left out)" if len(shown) > 200 else ""
+    table = (
+        cmp.render_markdown(shown, baseline, name) if shown else "No metric changed."
+    )
     return (
         f"# Retrain {name} vs {baseline}\n\n**{verdict}**\n\n{cmp.summary(rows)}.\n\n"
-        + ("\n".join(table) if shown else "No metric changed.")
-        + more
+        + table
     )
 
 
@@ -111,14 +103,16 @@ def _apply(repo: Path, name: str) -> None:
     baseline that never reproduced some stages has no cache for them, and the
     experiment did not need them either)."""
     sha = experiment_commit(repo, name)
-    for line in git(
-        ["diff", "--name-status", "--no-renames", "HEAD", sha], repo
-    ).splitlines():
-        status, file = line.split("\t", 1)
-        if status == "D":
-            git(["rm", "-q", "--", file], repo)
-        else:
-            git(["checkout", sha, "--", file], repo)
+    changed = [
+        line.split("\t", 1)
+        for line in git(
+            ["diff", "--name-status", "--no-renames", "HEAD", sha], repo
+        ).splitlines()
+    ]
+    if gone := [f for status, f in changed if status == "D"]:
+        git(["rm", "-q", "--", *gone], repo)
+    if kept := [f for status, f in changed if status != "D"]:
+        git(["checkout", sha, "--", *kept], repo)
     dvc(["checkout", "--allow-missing"], repo)
 
 

@@ -139,7 +139,6 @@ def _load_flow(repo: Path, module: str, name: str):
 def _local_server(port: int):
     """Start Prefect's local server (SQLite, with its scheduler) unless
     PREFECT_API_URL already points at one; return the process or None."""
-    import os
     import subprocess
     import time
     import urllib.request

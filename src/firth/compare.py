@@ -376,6 +376,22 @@ def render_json(rows: list[Row], a: str, b: str) -> str:
     )
 
 
+def render_markdown(rows: list[Row], a: str, b: str, *, limit: int = 200) -> str:
+    """A Markdown table of at most ``limit`` rows (then a line for the rest)."""
+    lines = [
+        f"| path | metric | {a} | {b} | delta | tolerance | flag |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r.path} | {r.key} | {_fmt(r.old)} | {_fmt(r.new)} | "
+        f"{_fmt(r.delta)} | {_tol(r)} | {r.status} |"
+        for r in rows[:limit]
+    ]
+    if len(rows) > limit:
+        lines += ["", f"({len(rows) - limit} more rows left out)"]
+    return "\n".join(lines)
+
+
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:2em;color:#222}
 table{border-collapse:collapse;font-size:14px}

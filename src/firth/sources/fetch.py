@@ -72,18 +72,8 @@ def resolve(name: str, value: Any) -> Registered | SourceSpec | tuple[str, str]:
     return reg
 
 
-def previous_sha256(out_dir: Path) -> str:
-    """The checksum a previous download recorded in SOURCE.json, if any."""
-    meta = out_dir / "SOURCE.json"
-    if meta.exists():
-        try:
-            return json.loads(meta.read_text())["download"]["sha256"]
-        except (KeyError, TypeError, json.JSONDecodeError):
-            return ""
-    return ""
-
-
 def _previous_record(out_dir: Path) -> dict:
+    """The SOURCE.json a previous fetch left in ``out_dir`` ({} if none)."""
     try:
         record = json.loads((out_dir / "SOURCE.json").read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
@@ -91,11 +81,18 @@ def _previous_record(out_dir: Path) -> dict:
     return record if isinstance(record, dict) else {}
 
 
+def previous_sha256(record: dict) -> str:
+    """The checksum a previous download recorded in its SOURCE.json, if any."""
+    download = record.get("download")
+    sha = download.get("sha256") if isinstance(download, dict) else None
+    return sha if isinstance(sha, str) else ""
+
+
 def fetch(name: str, value: Any, out_dir: Path, *, cache_dir: Path) -> dict:
     """Fetch one source into ``out_dir`` atomically; return the SOURCE.json record."""
     spec = resolve(name, value)
-    recorded = previous_sha256(out_dir)
     before = _previous_record(out_dir)
+    recorded = previous_sha256(before)
     with atomic_path(out_dir) as tmp:
         tmp.mkdir()
         record = _fetch_into(name, spec, tmp, cache_dir=cache_dir, recorded=recorded)
