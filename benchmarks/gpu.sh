@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # GPU benchmarks, one prepared script for a CUDA machine (README, "GPU benchmarks"):
 #   SGNS on a text8-sized corpus (words/s), the neural LMs' and the NMT models'
-#   training tokens per second, and batched beam decoding (sentences/s), each also
-#   on the CPU of the same machine for the ratio.
+#   training tokens per second (fp32, bf16 autocast + TF32, bf16 + torch.compile),
+#   and batched beam decoding (sentences/s), each also on the CPU of the same
+#   machine for the ratio.
 # Needs `make run` first (corpus, evaluation sets, tokenizers, trained NMT models)
 # and a CUDA build of torch in .venv (README, "GPU users"). Writes JSON under
 # benchmarks/results/gpu/ and prints where. Usage: bash benchmarks/gpu.sh
@@ -51,8 +52,14 @@ PY
     --device cuda --out "$OUT/embeddings-cuda.json"
 "$PY" benchmarks/embeddings.py --corpus "$CORPUS" --methods sgns gensim --seeds 1 \
     --device cpu --out "$OUT/embeddings-cpu.json"
-"$PY" benchmarks/lm.py --device cuda --out "$OUT/lm-cuda.json"
+# training in strict fp32, in bf16 autocast + TF32 (accel.precision: auto on CUDA),
+# and bf16 with torch.compile; the CPU of the same machine in fp32
+"$PY" benchmarks/lm.py --orders --device cuda --precision fp32 --out "$OUT/lm-cuda-fp32.json"
+"$PY" benchmarks/lm.py --orders --device cuda --precision bf16 --out "$OUT/lm-cuda-bf16.json"
+"$PY" benchmarks/lm.py --orders --device cuda --precision bf16 --compile \
+    --families lstm transformer --out "$OUT/lm-cuda-bf16-compiled.json"
 "$PY" benchmarks/lm.py --device cpu --out "$OUT/lm-cpu.json"
-"$PY" benchmarks/nmt.py --device cuda --out "$OUT/nmt-cuda.json"
+"$PY" benchmarks/nmt.py --device cuda --precision fp32 --out "$OUT/nmt-cuda-fp32.json"
+"$PY" benchmarks/nmt.py --device cuda --precision bf16 --out "$OUT/nmt-cuda-bf16.json"
 "$PY" benchmarks/nmt.py --device cpu --out "$OUT/nmt-cpu.json"
 echo "GPU benchmark results: $OUT/"

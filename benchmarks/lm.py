@@ -70,15 +70,22 @@ def _kn(order: int, train: str, test: str, queue) -> None:
 def _neural(family: str, args: dict, queue) -> None:
     import torch
 
+    from firth.accel import Accel
     from firth.config import load_section
     from firth.lm.data import batchify, build_vocabulary, encode_stream, read_lines
     from firth.lm.models import build_model
-    from firth.lm.train import resolve_device, score
+    from firth.lm.train import score
 
     cfg = load_section("lm", args["params"])
     c = cfg.common
     torch.set_num_threads(c.threads or torch.get_num_threads())
-    device = resolve_device(args["device"])
+    accel = Accel.build(
+        device=args["device"],
+        precision=args["precision"],
+        compile=args["compile"],
+        key="--device",
+    )
+    device = accel.device
     train_lines = read_lines(Path(args["train"]))
     test_lines = read_lines(Path(args["test"]))
     vocab = build_vocabulary(
@@ -91,7 +98,7 @@ def _neural(family: str, args: dict, queue) -> None:
     x, y = batchify(stream, c.batch)
     x, y = x.to(device), y.to(device)
     torch.manual_seed(0)
-    model = build_model(family, vocab.size, cfg, eos=vocab.eos).to(device)
+    model = accel.prepare(build_model(family, vocab.size, cfg, eos=vocab.eos))
     opt = torch.optim.AdamW(model.parameters(), lr=c.lr, weight_decay=c.weight_decay)
     state = model.init_state(c.batch, device)
     warm, steps = 3, args["steps"]
@@ -101,9 +108,10 @@ def _neural(family: str, args: dict, queue) -> None:
                 torch.cuda.synchronize(device)
             t0 = time.perf_counter()
         pos = i * c.bptt
-        lp, state = model.log_prob_of(
-            x[:, pos : pos + c.bptt], y[:, pos : pos + c.bptt], state
-        )
+        with accel.autocast():
+            lp, state = model.log_prob_of(
+                x[:, pos : pos + c.bptt], y[:, pos : pos + c.bptt], state
+            )
         loss = -lp.mean()
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -124,6 +132,8 @@ def _neural(family: str, args: dict, queue) -> None:
             "vocab": vocab.size,
             "parameters": sum(p.numel() for p in model.parameters()),
             "device": str(device),
+            "train_precision": accel.precision,  # scoring: fp32 (TF32 if set)
+            "train_compiled": accel.compile,
             "threads": torch.get_num_threads(),
             "train_tokens": steps * c.batch * c.bptt,
             "train_seconds": round(train_s, 2),
@@ -145,12 +155,16 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--train", default=str(ROOT / "data/subsampled/text/train.txt"))
     p.add_argument("--test", default=str(ROOT / "data/subsampled/text/test.txt"))
-    p.add_argument("--orders", nargs="+", type=int, default=[3, 5])
+    p.add_argument("--orders", nargs="*", type=int, default=[3, 5])
     p.add_argument(
         "--families", nargs="*", default=["ffnn", "elman", "lstm", "gru", "transformer"]
     )
     p.add_argument("--params", default=str(ROOT / "params.yaml"))
     p.add_argument("--device", default="cpu", help="cpu | cuda | auto")
+    p.add_argument(
+        "--precision", default="fp32", help="training: fp32 | tf32 | bf16 | auto"
+    )
+    p.add_argument("--compile", action="store_true", help="torch.compile the model")
     p.add_argument(
         "--steps", type=int, default=60, help="timed training steps per model"
     )
@@ -164,7 +178,8 @@ def main(argv=None) -> None:
             )
         )
         print(json.dumps(rows[-1]), flush=True)
-    spec = {k: getattr(args, k) for k in ("params", "device", "steps", "train", "test")}
+    keys = ("params", "device", "precision", "compile", "steps", "train", "test")
+    spec = {k: getattr(args, k) for k in keys}
     for family in args.families:
         rows.append(in_fresh_process(_neural, family, spec, label=family))
         print(json.dumps(rows[-1]), flush=True)

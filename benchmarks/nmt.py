@@ -41,8 +41,8 @@ def _sync(device):
 def _bench(run: str, spec: dict, queue) -> None:
     import torch
 
+    from firth.accel import Accel
     from firth.config import load_section, load_sections
-    from firth.lm.train import resolve_device
     from firth.nmt.data import (
         BOS,
         encode,
@@ -60,7 +60,13 @@ def _bench(run: str, spec: dict, queue) -> None:
     ev = load_section("evaluate_nmt", spec["params"])
     c = cfg.common
     torch.set_num_threads(c.threads or torch.get_num_threads())
-    device = resolve_device(spec["device"])
+    accel = Accel.build(
+        device=spec["device"],
+        precision=spec["precision"],
+        compile=spec["compile"],
+        key="--device",
+    )
+    device = accel.device
     tok = load_tokenizer(ROOT / "data/tokenizers/parallel/tokenizer.json")
     tr = read_pairs(ROOT / "data/subsampled/parallel/train.tsv")
     te = read_pairs(ROOT / "data/subsampled/parallel/test.tsv")
@@ -71,9 +77,11 @@ def _bench(run: str, spec: dict, queue) -> None:
     else:
         src, tgt = encode(tok, tr.source), encode(tok, tr.target)
     torch.manual_seed(0)
-    model = build_model(
-        r.model, tok.get_vocab_size(), cfg, pointer=r.pointer, coverage=r.coverage
-    ).to(device)
+    model = accel.prepare(
+        build_model(
+            r.model, tok.get_vocab_size(), cfg, pointer=r.pointer, coverage=r.coverage
+        )
+    )
     opt = torch.optim.AdamW(model.parameters(), lr=c.lr)
     batches = token_batches(
         src, tgt, c.batch_tokens, generator=torch.Generator().manual_seed(0)
@@ -86,7 +94,8 @@ def _bench(run: str, spec: dict, queue) -> None:
         b = make_batch(idx, src, tgt).to(device)
         _sync(device)
         t0 = time.perf_counter()
-        loss = loss_sum(model, b, c.label_smoothing, r.coverage_loss)
+        with accel.autocast():
+            loss = loss_sum(model, b, c.label_smoothing, r.coverage_loss)
         opt.zero_grad(set_to_none=True)
         (loss / b.tokens).backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), c.clip or 1e9)
@@ -161,6 +170,8 @@ def _bench(run: str, spec: dict, queue) -> None:
             include={"pointer", "coverage", "coverage_loss"}, exclude_defaults=True
         ),
         "weights": "trained" if trained else "untrained",
+        "train_precision": accel.precision,  # decoding: fp32 (TF32 if set)
+        "train_compiled": accel.compile,
         "train_steps": spec["steps"],
         "train_target_tokens_per_second": round(tokens / seconds),
         "decode_sentences": len(sub),
@@ -188,6 +199,10 @@ def main(argv=None) -> None:
     p.add_argument("--runs", nargs="*", default=None, help="default: every nmt run")
     p.add_argument("--device", default="cpu", help="cpu | cuda | auto")
     p.add_argument("--steps", type=int, default=20, help="timed training steps")
+    p.add_argument(
+        "--precision", default="fp32", help="training: fp32 | tf32 | bf16 | auto"
+    )
+    p.add_argument("--compile", action="store_true", help="torch.compile the model")
     p.add_argument("--beam", type=int, default=5)
     p.add_argument("--every", type=int, default=20, help="decode every n-th test verse")
     p.add_argument("--repeat", type=int, default=2, help="timed decoding passes (min)")
@@ -200,7 +215,8 @@ def main(argv=None) -> None:
         yaml.safe_load(open(args.params, encoding="utf-8"))["nmt"]["runs"]
     )
     rows = []
-    keys = ("params", "device", "steps", "beam", "every", "repeat")
+    keys = ("params", "device", "precision", "compile", "steps", "beam", "every")
+    keys += ("repeat",)
     spec = {k: getattr(args, k) for k in keys}
     for run in runs:
         rows.append(in_fresh_process(_bench, run, spec, label=run))

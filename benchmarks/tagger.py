@@ -53,8 +53,8 @@ def _best(fn, repeat: int, device) -> float:
 def _bench(run: str, spec: dict, queue) -> None:
     import torch
 
+    from firth.accel import resolve_device
     from firth.config import load_sections
-    from firth.lm.train import resolve_device
     from firth.tagging.data import Vocab, encode, length_batches, make_batch, read_split
     from firth.tagging.models import build_tagger
 

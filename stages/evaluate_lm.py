@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from firth import runner
+from firth.accel import resolve_device
 from firth.audit.scores import read_flags, split_scores
 from firth.config import load_section, load_sections
 from firth.errors import DataError
@@ -30,7 +31,7 @@ from firth.lm.gradient_flow import model_gradient_norms
 from firth.lm.lines import by_line, kn_by_line, score_targets
 from firth.lm.metrics import bits_per_char, characters, perplexity
 from firth.lm.models import build_model
-from firth.lm.train import resolve_device, sample
+from firth.lm.train import sample
 
 log = logging.getLogger("evaluate_lm")
 
@@ -77,7 +78,7 @@ def body(args) -> None:
         "vocab": vocab.size,
     }
     detail: dict = {"run": args.run, "samples": [], "gradient_flow": []}
-    device = resolve_device(c.device)
+    device = resolve_device(c.device, key="lm.common.device")
     model = None
     if run.family == "kn":
         lm = kneser_ney.load(model_dir)

@@ -21,11 +21,11 @@ import time
 import torch
 
 from firth import runner
+from firth.accel import resolve_device
 from firth.audit.scores import read_flags, split_scores
 from firth.config import load_section, load_sections
 from firth.errors import ConfigError, DataError
 from firth.io import atomic_path, write_json
-from firth.lm.train import resolve_device
 from firth.nmt.data import (
     decode,
     encode,
@@ -100,7 +100,7 @@ def body(args) -> None:
         weights = args.root / "data" / "nmt" / args.run / "model.pt"
         if not weights.exists():
             raise DataError(f"{weights}: not found (run train-nmt@{args.run} first)")
-        device = resolve_device(c.device)
+        device = resolve_device(c.device, key="nmt.common.device")
         model = build_model(
             run.model,
             tok.get_vocab_size(),

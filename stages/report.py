@@ -230,7 +230,7 @@ def body(args) -> None:
                 _maybe(root / "benchmarks" / "results" / "lm.json"),
                 _maybe(root / "reports" / "audit" / "text.json"),
             ),
-            ["lm", "evaluate_lm", "subsample.text"],
+            ["lm", "evaluate_lm", "subsample.text", "accel"],
             lm_runs[0],
             ("text",),
         )
@@ -251,7 +251,7 @@ def body(args) -> None:
                 _maybe(root / "benchmarks" / "results" / "nmt.json"),
                 _maybe(root / "reports" / "audit" / "parallel.json"),
             ),
-            ["nmt", "evaluate_nmt", "subsample.parallel"],
+            ["nmt", "evaluate_nmt", "subsample.parallel", "accel"],
             nmt_runs[0],
             ("parallel",),
             extra={f"sacreBLEU signature ({m})": sig for m, sig in sigs.items()},
@@ -275,7 +275,7 @@ def body(args) -> None:
                     for p in sorted((root / "reports" / "audit").glob("tagged_*.json"))
                 },
             ),
-            ["tagger", "evaluate_tagger", "subsample.tagged"],
+            ["tagger", "evaluate_tagger", "subsample.tagged", "accel"],
             tag_train,
             ("tagged",),
             only=set(params.get("tagger", {}).get("data") or []),
@@ -295,7 +295,7 @@ def body(args) -> None:
     if nli_evals:
         card(
             nli_section(nli_evals, nli_train),
-            ["nli", "evaluate_nli"],
+            ["nli", "evaluate_nli", "accel"],
             nli_train,
             ("nli",),
         )

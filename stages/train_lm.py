@@ -5,7 +5,10 @@ reports/lm/<run>/.
 
 Neural runs checkpoint at every validation to data/checkpoints/lm/<run>.pt (outside
 DVC's outputs, which DVC deletes before a run): a killed run resumes there and ends
-with the same weights."""
+with the same weights.
+
+``accel`` in params.yaml sets the precision, compilation and the number of DDP
+processes (torchrun; rank 0 writes every output)."""
 
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ import time
 
 import torch
 
-from firth import runner
+from firth import distributed, runner
 from firth.checkpoint import Checkpoint, run_key
 from firth.config import load_sections
 from firth.errors import ConfigError
@@ -25,7 +28,7 @@ from firth.io import atomic_path, sha256_file, write_json
 from firth.lm import kneser_ney
 from firth.lm.data import build_vocabulary, encode_stream, read_lines
 from firth.lm.models import build_model
-from firth.lm.train import resolve_device, score, train
+from firth.lm.train import score, train
 
 log = logging.getLogger("train_lm")
 
@@ -95,14 +98,25 @@ def body(args) -> None:
             vocab.save(tmp / "vocab.json")
             (tmp / "config.json").write_text(json.dumps(settings, indent=2) + "\n")
     else:
-        device = resolve_device(c.device)
+        started = distributed.start_stage(
+            runner.params_path(args),
+            device=c.device,
+            key="lm.common.device",
+            script=__file__,
+            argv=args.argv,
+            ddp=True,
+        )
+        if started is None:  # the torchrun ranks have written everything
+            return
+        accel, group = started
+        device = accel.device
         train_stream = encode_stream(vocab, train_lines)
         valid_stream = encode_stream(vocab, valid_lines)
         torch.manual_seed(run.seed)
         model = build_model(run.family, vocab.size, cfg, eos=vocab.eos)
         ckpt = Checkpoint(
             args.root / "data" / "checkpoints" / "lm" / f"{args.run}.pt",
-            run_key(**settings, device=str(device)),
+            run_key(**settings, **accel.describe(), processes=group.world),
         )
         result = train(
             model,
@@ -110,9 +124,13 @@ def body(args) -> None:
             valid_stream,
             c,
             seed=run.seed,
-            device=device,
+            accel=accel,
+            group=group,
             checkpoint=ckpt,
         )
+        if not group.main:  # rank 0 scores and writes
+            distributed.shutdown()
+            return
         model.load_state_dict(result.best_state)
         v_nll, v_tok = score(
             model, valid_stream, batch=c.eval_batch, bptt=c.bptt, device=device
@@ -121,7 +139,8 @@ def body(args) -> None:
         stats.update(
             train_tokens=len(train_stream) - 1,
             parameters=sum(p.numel() for p in model.parameters()),
-            device=str(device),
+            **accel.describe(),
+            processes=group.world,
             threads=torch.get_num_threads(),
         )
         # the kept weights must give the validation loss they were kept for
@@ -143,6 +162,7 @@ def body(args) -> None:
             vocab.save(tmp / "vocab.json")
             (tmp / "config.json").write_text(json.dumps(settings, indent=2) + "\n")
         ckpt.clear()
+        distributed.shutdown()
     stats["peak_rss_mb"] = round(peak_rss_mb(), 1)
     rep = args.root / "reports" / "lm" / args.run
     write_json(rep / "train.json", stats)

@@ -19,7 +19,7 @@ import resource
 
 import torch
 
-from firth import runner
+from firth import distributed, runner
 from firth.checkpoint import Checkpoint, run_key
 from firth.errors import ConfigError
 from firth.io import atomic_path, sha256_file, write_json
@@ -62,11 +62,19 @@ def body(args) -> None:
         "valid_from_train": carved,
         "examples_sha256": data_sha,
     }
+    accel, _ = distributed.start_stage(
+        run.params,
+        device=cfg.device,
+        key="nli.device",
+        script=__file__,
+        argv=args.argv,
+        ddp=False,
+    )
     torch.manual_seed(seed)
     model = build(run.model, len(vocab.words), cfg)
     ckpt = Checkpoint(
         args.root / "data" / "checkpoints" / "nli" / f"{run.name}-seed{seed}.pt",
-        run_key(**settings, device=str(run.device)),
+        run_key(**settings, **accel.describe()),
     )
     result = train(
         model,
@@ -74,7 +82,7 @@ def body(args) -> None:
         enc["valid"],
         cfg,
         seed=seed,
-        device=run.device,
+        accel=accel,
         checkpoint=ckpt,
         desc=f"{run.name} seed {seed}",
     )
@@ -96,7 +104,7 @@ def body(args) -> None:
             "valid_from_train": carved,
             "vocab": len(vocab.words),
             "parameters": sum(p.numel() for p in model.parameters()),
-            "device": str(run.device),
+            **accel.describe(),
             "threads": torch.get_num_threads(),
             "examples_sha256": data_sha,
             "peak_rss_mb": round(

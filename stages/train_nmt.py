@@ -6,7 +6,10 @@ minutes) and statistics in reports/nmt/<run>/.
 
 Training checkpoints at every validation to data/checkpoints/nmt/<run>.pt (outside
 DVC's outputs, which DVC deletes before a run): a killed run resumes there and ends
-with the same weights."""
+with the same weights.
+
+``accel`` in params.yaml sets the precision, compilation and the number of DDP
+processes (torchrun; rank 0 writes every output)."""
 
 from __future__ import annotations
 
@@ -17,12 +20,11 @@ import resource
 
 import torch
 
-from firth import runner
+from firth import distributed, runner
 from firth.checkpoint import Checkpoint, run_key
 from firth.config import load_sections
 from firth.errors import ConfigError
 from firth.io import atomic_path, sha256_file, write_json
-from firth.lm.train import resolve_device
 from firth.nmt.data import encode, encode_extended, load_tokenizer, read_pairs
 from firth.nmt.models import build_model
 from firth.nmt.train import nll, train
@@ -71,7 +73,18 @@ def body(args) -> None:
     else:
         train_src, train_tgt = encode(tok, tr.source), encode(tok, tr.target)
         valid_src, valid_tgt = encode(tok, va.source), encode(tok, va.target)
-    device = resolve_device(c.device)
+    started = distributed.start_stage(
+        runner.params_path(args),
+        device=c.device,
+        key="nmt.common.device",
+        script=__file__,
+        argv=args.argv,
+        ddp=True,
+    )
+    if started is None:  # the torchrun ranks have written everything
+        return
+    accel, group = started
+    device = accel.device
     settings = {
         "run": args.run,
         "model": run.model,
@@ -96,7 +109,7 @@ def body(args) -> None:
     )
     ckpt = Checkpoint(
         args.root / "data" / "checkpoints" / "nmt" / f"{args.run}.pt",
-        run_key(**settings, device=str(device)),
+        run_key(**settings, **accel.describe(), processes=group.world),
     )
     result = train(
         model,
@@ -111,9 +124,13 @@ def body(args) -> None:
         epochs=run.epochs,
         coverage_loss=run.coverage_loss,
         valid_oov=valid_oov,
-        device=device,
+        accel=accel,
+        group=group,
         checkpoint=ckpt,
     )
+    if not group.main:  # rank 0 scores and writes
+        distributed.shutdown()
+        return
     model.load_state_dict(result.best_state)
     v_nll, v_tok = nll(
         model, valid_src, valid_tgt, batch_tokens=c.batch_tokens, device=device
@@ -130,7 +147,8 @@ def body(args) -> None:
         "train_pairs": len(tr),
         "vocab": tok.get_vocab_size(),
         "parameters": sum(p.numel() for p in model.parameters()),
-        "device": str(device),
+        **accel.describe(),
+        "processes": group.world,
         "threads": torch.get_num_threads(),
         "train_sha256": settings["train_sha256"],
         "peak_rss_mb": round(
@@ -150,6 +168,7 @@ def body(args) -> None:
         torch.save(model.state_dict(), tmp / "model.pt")
         (tmp / "config.json").write_text(json.dumps(settings, indent=2) + "\n")
     ckpt.clear()
+    distributed.shutdown()
     rep = args.root / "reports" / "nmt" / args.run
     write_json(rep / "train.json", stats)
     with atomic_path(rep / "curve.csv") as tmp:

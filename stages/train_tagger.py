@@ -20,7 +20,7 @@ from collections import Counter
 
 import torch
 
-from firth import runner
+from firth import distributed, runner
 from firth.checkpoint import Checkpoint, run_key
 from firth.embeddings.vectors import load_word2vec
 from firth.errors import ConfigError
@@ -67,6 +67,14 @@ def body(args) -> None:
         "valid_sha256": sha256_file(run.data_dir / "valid.conll"),
         "vectors_sha256": sha256_file(vec_path),
     }
+    accel, _ = distributed.start_stage(
+        run.params,
+        device=c.device,
+        key="tagger.common.device",
+        script=__file__,
+        argv=args.argv,
+        ddp=False,
+    )
     inits = ["random", vec_name]
     out = args.root / "data" / "taggers" / run.name / f"seed-{seed}"
     ckpt_dir = args.root / "data" / "checkpoints" / "tagger" / run.name
@@ -84,7 +92,7 @@ def body(args) -> None:
             found = model.load_vectors(vocab.words, vec_index, vectors.matrix)
         ckpt = Checkpoint(
             ckpt_dir / f"{name}.pt",
-            run_key(**settings, init=init, device=str(run.device)),
+            run_key(**settings, init=init, **accel.describe()),
         )
         result = train(
             model,
@@ -94,7 +102,7 @@ def body(args) -> None:
             vocab,
             c,
             seed=seed,
-            device=run.device,
+            accel=accel,
             singletons=singletons,
             bio=bio,
             checkpoint=ckpt,
@@ -141,7 +149,7 @@ def body(args) -> None:
             "vectors": vec_name,
             "vectors_path": settings["vectors_path"],
             "vectors_words": len(vectors.words),
-            "device": str(run.device),
+            **accel.describe(),
             "threads": torch.get_num_threads(),
             "train_sha256": settings["train_sha256"],
             "models": [

@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 from gensim.test.utils import datapath
 
+from firth.accel import Accel
 from firth.checkpoint import Checkpoint
 from firth.lm.cells import elman_cell, lstm_cell
 from firth.lm.data import batchify, build_vocabulary, encode_stream, eval_layout
@@ -254,7 +255,7 @@ def _streams():
     return v, encode_stream(v, lines[:60]), encode_stream(v, lines[60:])
 
 
-def _fit(family, checkpoint=None, stop_after=None, **kw):
+def _fit(family, checkpoint=None, stop_after=None, accel=None, **kw):
     v, tr, va = _streams()
     kw = {"batch": 16, "bptt": 8, **kw}
     c = cfg(cutoffs=(50, 200), **kw)
@@ -266,7 +267,7 @@ def _fit(family, checkpoint=None, stop_after=None, **kw):
         va,
         c.common,
         seed=5,
-        device=torch.device("cpu"),
+        accel=accel or Accel.cpu(),
         checkpoint=checkpoint,
         stop_after=stop_after,
     )

@@ -16,6 +16,7 @@ import torch
 import yaml
 from conftest import ROOT
 
+from firth.accel import Accel
 from firth.checkpoint import Checkpoint
 from firth.errors import ConfigError, DataError
 from firth.nli.data import Vocab, batch, encode, split_valid, tokenize
@@ -215,7 +216,7 @@ def test_killed_training_resumes_to_the_same_weights(tmp_path):
             enc,
             cfg,
             seed=4,
-            device=torch.device("cpu"),
+            accel=Accel.cpu(),
             checkpoint=ckpt,
             stop_after=stop_after,
         )

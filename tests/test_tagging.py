@@ -13,6 +13,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from firth.accel import Accel
 from firth.checkpoint import Checkpoint
 from firth.tagging.data import UNK, Vocab, encode, make_batch, norm
 from firth.tagging.evaluate import (
@@ -285,7 +286,7 @@ def test_killed_training_resumes_to_the_same_weights(tmp_path):
             v,
             c,
             seed=3,
-            device=torch.device("cpu"),
+            accel=Accel.cpu(),
             singletons=singletons,
             bio=True,
             checkpoint=ckpt,

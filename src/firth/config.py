@@ -141,6 +141,14 @@ class Report(Section):
     title: str
 
 
+class Accel(Section):
+    """How the neural trainers compute (firth.accel, firth.distributed)."""
+
+    precision: Literal["auto", "fp32", "tf32", "bf16"]
+    compile: bool
+    processes: int = Field(ge=1)
+
+
 class EmbeddingsCommon(Section):
     dim: int = Field(ge=1)
     min_count: int = Field(ge=1)
@@ -336,6 +344,7 @@ SECTIONS: dict[str, type[BaseModel]] = {
     "subsample": Subsample,
     "tokenizer": Tokenizer,
     "report": Report,
+    "accel": Accel,
     "embeddings": Embeddings,
     "evaluate_embeddings": EvaluateEmbeddings,
     "lm": Lm,

@@ -42,6 +42,7 @@ def run(
         level=logging.INFO, format="%(levelname)s %(name)s: %(message)s"
     )
     args = p.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # for a torchrun relaunch
     try:
         body(args)
     except FirthError as exc:

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from firth.accel import resolve_device
 from firth.checkpoint import Checkpoint
 from firth.config import Embeddings
 from firth.embeddings.cooccurrence import cooccurrence
@@ -42,14 +43,6 @@ class Trained:
     # subword only: the input table and its n-gram space, for unseen words
     table: torch.Tensor | None = None
     space: SubwordSpace | None = None
-
-
-def resolve_device(device: str) -> torch.device:
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if device == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("embeddings.common.device is 'cuda' but no GPU is visible")
-    return torch.device(device)
 
 
 def sgns_config(cfg: Embeddings, seed: int) -> SGNSConfig:
@@ -87,7 +80,7 @@ def train_method(
     subword, GloVe) save their state after every epoch and resume from it."""
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r} (known: {', '.join(METHODS)})")
-    device = resolve_device(cfg.common.device)
+    device = resolve_device(cfg.common.device, key="embeddings.common.device")
     words = corpus.vocab.words
     if method in ("sgns", "subword"):
         scfg = sgns_config(cfg, seed)

@@ -51,14 +51,16 @@ class LanguageModel(nn.Module):
         feats, state = self(x, state)
         flat_y = y.reshape(-1)
         keep = flat_y >= 0
-        lp = torch.zeros(flat_y.shape, dtype=feats.dtype, device=feats.device)
+        # at least fp32 (autocast may give bf16 features)
+        dtype = torch.promote_types(feats.dtype, torch.float32)
+        lp = torch.zeros(flat_y.shape, dtype=dtype, device=feats.device)
         if bool(keep.any()):
             rows = keep.nonzero().squeeze(1)
             lp = lp.index_put(
                 (rows,),
                 self.softmax.log_prob_of(
                     feats.reshape(-1, self.emb_dim)[rows], flat_y[rows]
-                ),
+                ).to(dtype),
             )
         return lp.view(y.shape), state
 

@@ -9,6 +9,11 @@ the whole training state (weights, optimiser, carried state, random generators,
 history), so a killed run resumes where it stopped and ends with the same weights;
 the best weights on valid are kept, and ``patience`` validations without a new best
 stop the run (early stopping; 0 = never).
+
+On several processes (torch DDP under torchrun, firth.distributed) each rank
+trains ``batch / processes`` of the streams (the global batch stays ``batch``
+streams), DDP averages the gradients, and rank 0 validates and checkpoints (the
+carried state and random generators of every rank included).
 """
 
 from __future__ import annotations
@@ -22,21 +27,26 @@ from dataclasses import dataclass, field
 import torch
 from tqdm import tqdm
 
+from firth import distributed
+from firth.accel import Accel
 from firth.checkpoint import Checkpoint
+from firth.distributed import SINGLE, Group
 from firth.lm.data import batchify, eval_layout
 from firth.lm.models import LanguageModel
 
 log = logging.getLogger(__name__)
 
 
-def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        from firth.errors import ConfigError
+class TrainStep(torch.nn.Module):
+    """The training forward (``log_prob_of``) as a module's ``forward``, so DDP
+    wraps it; the language model's own parameter names are unchanged."""
 
-        raise ConfigError("lm.common.device is 'cuda' but torch sees no GPU")
-    return torch.device(name)
+    def __init__(self, model: LanguageModel):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x, y, state):
+        return self.model.log_prob_of(x, y, state)
 
 
 def lr_at(step: int, total: int, warmup: int, lr: float) -> float:
@@ -84,6 +94,12 @@ def _rng_state(device: torch.device) -> dict:
     return s
 
 
+def _to_cpu(state):
+    if isinstance(state, tuple):
+        return tuple(s.cpu() for s in state)
+    return state.cpu()
+
+
 def _set_rng_state(s: dict, device: torch.device) -> None:
     torch.set_rng_state(s["cpu"])
     if device.type == "cuda" and "cuda" in s:
@@ -97,16 +113,25 @@ def train(
     cfg,
     *,
     seed: int,
-    device: torch.device,
+    accel: Accel,
+    group: Group = SINGLE,
     checkpoint: Checkpoint | None = None,
     stop_after: int | None = None,
 ) -> TrainResult:
-    """Train ``model`` (built under ``seed``) with the ``lm.common`` settings ``cfg``.
-    ``stop_after`` (tests) stops after that many validations, as a kill would."""
-    torch.manual_seed(seed)
-    model.to(device)
+    """Train ``model`` (built under ``seed``) with the ``lm.common`` settings ``cfg``
+    on ``accel``'s device and precision, as one rank of ``group``. ``stop_after``
+    (tests) stops after that many validations, as a kill would."""
+    device = accel.device
+    torch.manual_seed(seed + group.rank)  # dropout differs across ranks
+    accel.prepare(model)
+    # an adaptive-softmax tail may see no target in a step
+    step_fn = distributed.wrap(
+        TrainStep(model), group, device, find_unused=bool(cfg.cutoffs)
+    )
     x, y = batchify(train_stream, cfg.batch)
-    x, y = x.to(device), y.to(device)
+    rows = distributed.shard(cfg.batch, group, what="lm.common.batch")
+    x, y = accel.to(x[rows]), accel.to(y[rows])
+    local_batch = x.shape[0]
     steps_per_epoch = math.ceil(x.shape[1] / cfg.bptt)
     total = max(1, math.ceil(cfg.epochs * steps_per_epoch))
     warmup = int(cfg.warmup * total)
@@ -116,7 +141,7 @@ def train(
     )
     step, bad, history = 0, 0, []
     best_loss, best_state = math.inf, None
-    state = model.init_state(cfg.batch, device)
+    state = model.init_state(local_batch, device)
     train_nll, train_tokens, train_seconds = 0.0, 0, 0.0
     saved = checkpoint.load() if checkpoint else None
     if saved:
@@ -125,6 +150,8 @@ def train(
         step, bad, history = saved["step"], saved["bad"], saved["history"]
         best_loss, best_state = saved["best_loss"], saved["best_state"]
         state = saved["state"]
+        if group.active:  # one carried state and generator per rank
+            state, saved["rng"] = state[group.rank], saved["rng"][group.rank]
         state = (
             tuple(s.to(device) for s in state)
             if isinstance(state, tuple)
@@ -135,13 +162,16 @@ def train(
         log.info("resumed at step %d of %d", step, total)
     log.info(
         "%d parameters; %d streams x %d tokens, %d steps/epoch, %d steps, "
-        "eval every %d",
+        "eval every %d%s",
         sum(p.numel() for p in model.parameters()),
         cfg.batch,
         x.shape[1],
         steps_per_epoch,
         total,
         eval_every,
+        f"; {local_batch} streams on each of {group.world} processes"
+        if group.active
+        else "",
     )
     evals = 0
     bar = tqdm(
@@ -149,19 +179,20 @@ def train(
         initial=step,
         desc="train",
         unit="step",
-        disable=None,
+        disable=None if group.main else True,
         mininterval=5,
     )
     model.train()
     while step < total:
         pos = (step % steps_per_epoch) * cfg.bptt
         if pos == 0:
-            state = model.init_state(cfg.batch, device)
+            state = model.init_state(local_batch, device)
         xb, yb = x[:, pos : pos + cfg.bptt], y[:, pos : pos + cfg.bptt]
         for g in opt.param_groups:
             g["lr"] = lr_at(step, total, warmup, cfg.lr)
         t0 = time.perf_counter()
-        lp, state = model.log_prob_of(xb, yb, state)
+        with accel.autocast():
+            lp, state = step_fn(xb, yb, state)
         loss = -lp.mean()
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -169,8 +200,7 @@ def train(
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
         opt.step()
         state = model.detach(state)
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
+        accel.synchronize()
         train_seconds += time.perf_counter() - t0
         train_nll += loss.item() * yb.numel()
         train_tokens += yb.numel()
@@ -180,10 +210,20 @@ def train(
         # validation was under a quarter interval ago (then its weights stand)
         last = history[-1]["step"] if history else 0
         if step % eval_every == 0 or (step == total and step - last > eval_every // 4):
-            v_nll, v_tok = score(
-                model, valid_stream, batch=cfg.eval_batch, bptt=cfg.bptt, device=device
+            v_loss = None
+            if group.main:  # in fp32; the other ranks wait for the verdict
+                v_nll, v_tok = score(
+                    model,
+                    valid_stream,
+                    batch=cfg.eval_batch,
+                    bptt=cfg.bptt,
+                    device=device,
+                )
+                v_loss = v_nll / v_tok
+            v_loss = distributed.broadcast(v_loss, group)
+            train_nll, train_tokens = distributed.sum_floats(
+                [train_nll, train_tokens], group
             )
-            v_loss = v_nll / v_tok
             row = {
                 "step": step,
                 "epoch": round(step / steps_per_epoch, 4),
@@ -216,7 +256,11 @@ def train(
                 "" if bad else " best",
             )
             stop = bool(cfg.patience and bad >= cfg.patience)
-            if checkpoint:
+            carried, rng = state, _rng_state(device)
+            if checkpoint and group.active:
+                carried = distributed.gather(_to_cpu(state), group)
+                rng = distributed.gather(rng, group)
+            if checkpoint and group.main:
                 checkpoint.save(
                     {
                         "model": model.state_dict(),
@@ -226,9 +270,9 @@ def train(
                         "history": history,
                         "best_loss": best_loss,
                         "best_state": best_state,
-                        "state": state,
+                        "state": carried,
                         "train_seconds": train_seconds,
-                        "rng": _rng_state(device),
+                        "rng": rng,
                     }
                 )
             evals += 1

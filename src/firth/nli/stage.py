@@ -8,9 +8,9 @@ from pathlib import Path
 
 import torch
 
+from firth.accel import resolve_device
 from firth.config import load_sections, load_sources
 from firth.errors import ConfigError
-from firth.lm.train import resolve_device
 from firth.nli.config import Nli
 
 
@@ -51,6 +51,6 @@ def setup(root: Path, params: Path, data: str, model: str) -> Run:
         model=model,
         name=f"{data}-{model}",
         seed0=seed,
-        device=resolve_device(cfg.device),
+        device=resolve_device(cfg.device, key="nli.device"),
         raw=root / "data" / "raw" / "nli" / data,
     )

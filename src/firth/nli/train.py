@@ -17,6 +17,7 @@ import torch
 from torch.nn import functional as F
 from tqdm import tqdm
 
+from firth.accel import Accel
 from firth.checkpoint import Checkpoint
 from firth.epochs import Progress
 from firth.nli.data import Encoded, batch
@@ -102,15 +103,17 @@ def train(
     cfg,
     *,
     seed: int,
-    device: torch.device,
+    accel: Accel,
     checkpoint: Checkpoint | None = None,
     stop_after: int | None = None,
     desc: str = "nli",
 ) -> TrainResult:
-    """Train ``model`` (built under ``seed``) with the ``nli`` settings ``cfg``.
-    ``stop_after`` (tests) stops after that many epochs, as a kill would."""
+    """Train ``model`` (built under ``seed``) with the ``nli`` settings ``cfg``
+    on ``accel``'s device and precision (validation in fp32). ``stop_after`` (tests)
+    stops after that many epochs, as a kill would."""
+    device = accel.device
     torch.manual_seed(seed)
-    model.to(device)
+    accel.prepare(model)
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     state = Progress.start(model, opt, checkpoint, device, desc)
     n = len(train_data.label)
@@ -127,8 +130,9 @@ def train(
             mininterval=5,
         ):
             idx = order[start : start + cfg.batch]
-            b = {k: v.to(device) for k, v in batch(train_data, idx).items()}
-            loss = F.cross_entropy(model(b), b["label"])
+            b = {k: accel.to(v) for k, v in batch(train_data, idx).items()}
+            with accel.autocast():
+                loss = F.cross_entropy(model(b), b["label"])
             opt.zero_grad(set_to_none=True)
             loss.backward()
             if cfg.clip:

@@ -9,6 +9,13 @@ subset of valid sentences, greedy BLEU (the curve against training minutes), and
 saves a checkpoint of the whole training state, so a killed run resumes where it
 stopped and ends with the same weights. The weights with the best valid loss are
 kept; ``patience`` validations without a new best stop the run (0 = never).
+
+On several processes (torch DDP under torchrun, firth.distributed) every rank
+draws the same global batches and trains on its share of each batch's sentences
+(every ``processes``-th one); each rank's summed loss is divided by the global
+batch's target tokens and multiplied by the number of processes, so DDP's averaged
+gradient equals the single-process gradient of the whole batch. Rank 0 validates
+and checkpoints (every rank's random generators included).
 """
 
 from __future__ import annotations
@@ -23,9 +30,12 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
+from firth import distributed
+from firth.accel import Accel
 from firth.checkpoint import Checkpoint
+from firth.distributed import SINGLE, Group
 from firth.lm.train import _rng_state, _set_rng_state, lr_at
-from firth.nmt.data import PAD, decode, make_batch, token_batches
+from firth.nmt.data import PAD, Batch, decode, make_batch, token_batches
 from firth.nmt.decode import decode_corpus
 
 log = logging.getLogger(__name__)
@@ -103,6 +113,39 @@ def translate(
     return [decode(tok, x, o) for x, o in zip(ids, oov, strict=True)]
 
 
+def _validate(
+    model,
+    tok,
+    valid_src,
+    valid_tgt,
+    valid_refs: list[str],
+    valid_oov,
+    bleu_idx: list[int],
+    cfg,
+    *,
+    device,
+) -> tuple[float, float | None]:
+    """The valid loss per target token and greedy BLEU on the ``bleu_idx`` verses
+    (None without them)."""
+    v_nll, v_tok = nll(
+        model, valid_src, valid_tgt, batch_tokens=cfg.batch_tokens, device=device
+    )
+    bleu = None
+    if bleu_idx:
+        hyps = translate(
+            model,
+            tok,
+            [valid_src[i] for i in bleu_idx],
+            batch=cfg.eval_batch,
+            a=cfg.max_len_a,
+            b=cfg.max_len_b,
+            device=device,
+            oov=[valid_oov[i] for i in bleu_idx] if valid_oov else None,
+        )
+        bleu = sacrebleu.corpus_bleu(hyps, [[valid_refs[i] for i in bleu_idx]]).score
+    return v_nll / v_tok, bleu
+
+
 @dataclass
 class TrainResult:
     best_state: dict
@@ -121,19 +164,23 @@ def train(
     cfg,
     *,
     seed: int,
-    device: torch.device,
+    accel: Accel,
     epochs: float,
+    group: Group = SINGLE,
     coverage_loss: float = 0.0,
     valid_oov: list[list[str]] | None = None,
     checkpoint: Checkpoint | None = None,
     stop_after: int | None = None,
 ) -> TrainResult:
-    """Train ``model`` for ``epochs`` with the ``nmt.common`` settings ``cfg``
-    (``coverage_loss``: its weight lambda; ``valid_oov``: the valid sentences'
-    copied unknown spans, for a pointer-generator). ``stop_after`` (tests) stops
-    after that many validations, as a kill would."""
-    torch.manual_seed(seed)
-    model.to(device)
+    """Train ``model`` for ``epochs`` with the ``nmt.common`` settings ``cfg`` on
+    ``accel``'s device and precision, as one rank of ``group`` (``coverage_loss``:
+    its weight lambda; ``valid_oov``: the valid sentences' copied unknown spans,
+    for a pointer-generator). ``stop_after`` (tests) stops after that many
+    validations, as a kill would."""
+    device = accel.device
+    torch.manual_seed(seed + group.rank)  # dropout differs across ranks
+    accel.prepare(model)
+    forward = distributed.wrap(model, group, device, find_unused=False)
 
     def epoch_batches(epoch: int) -> list[list[int]]:
         gen = torch.Generator().manual_seed(seed * 100_003 + epoch)
@@ -168,7 +215,8 @@ def train(
         bad, history = saved["bad"], saved["history"]
         best_loss, best_state = saved["best_loss"], saved["best_state"]
         train_seconds, seen_tokens = saved["train_seconds"], saved["seen_tokens"]
-        _set_rng_state(saved["rng"], device)
+        rng = saved["rng"][group.rank] if group.active else saved["rng"]
+        _set_rng_state(rng, device)
         log.info("resumed at step %d of %d", step, total)
     log.info(
         "%d parameters; %d pairs in %d batches of <= %d tokens; %d steps, "
@@ -186,7 +234,7 @@ def train(
         initial=step,
         desc="train",
         unit="step",
-        disable=None,
+        disable=None if group.main else True,
         mininterval=5,
     )
     model.train()
@@ -195,50 +243,55 @@ def train(
         if pos >= len(batches):
             epoch, pos = epoch + 1, 0
             batches = epoch_batches(epoch)
-        batch = make_batch(batches[pos], train_src, train_tgt).to(device)
+        idx = batches[pos]
+        # the global batch's target tokens (y and </s>), as make_batch counts them
+        tokens = sum(len(train_tgt[i]) + 1 for i in idx)
+        part, weight = idx, 1.0
+        if group.active:  # this rank's sentences; an empty share still steps
+            part = idx[group.rank :: group.world] or idx[:1]
+            weight = 1.0 if group.rank < len(idx) else 0.0
+        b = make_batch(part, train_src, train_tgt)
+        batch = Batch(*(accel.to(t) for t in vars(b).values()))
         pos += 1
         for g in opt.param_groups:
             g["lr"] = lr_at(step, total, warmup, cfg.lr)
         t0 = time.perf_counter()
-        loss = loss_sum(model, batch, cfg.label_smoothing, coverage_loss)
+        with accel.autocast():
+            loss = loss_sum(forward, batch, cfg.label_smoothing, coverage_loss)
         opt.zero_grad(set_to_none=True)
-        (loss / batch.tokens).backward()
+        if group.active:  # DDP averages over ranks: undo it, divide by all tokens
+            (loss * (weight * group.world / tokens)).backward()
+        else:
+            (loss / tokens).backward()
         if cfg.clip:
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
         opt.step()
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
+        accel.synchronize()
         train_seconds += time.perf_counter() - t0
-        train_loss += loss.item()
-        train_tokens += batch.tokens
-        seen_tokens += batch.tokens
+        train_loss += loss.item() * weight
+        train_tokens += tokens
+        seen_tokens += tokens
         step += 1
         bar.update(1)
         last = history[-1]["step"] if history else 0
         if step % eval_every == 0 or (step == total and step - last > eval_every // 4):
-            v_nll, v_tok = nll(
-                model,
-                valid_src,
-                valid_tgt,
-                batch_tokens=cfg.batch_tokens,
-                device=device,
-            )
-            v_loss = v_nll / v_tok
-            bleu = None
-            if n_bleu:
-                hyps = translate(
+            v_loss, bleu = (
+                _validate(
                     model,
                     tok,
-                    [valid_src[i] for i in bleu_idx],
-                    batch=cfg.eval_batch,
-                    a=cfg.max_len_a,
-                    b=cfg.max_len_b,
+                    valid_src,
+                    valid_tgt,
+                    valid_refs,
+                    valid_oov,
+                    bleu_idx,
+                    cfg,
                     device=device,
-                    oov=[valid_oov[i] for i in bleu_idx] if valid_oov else None,
                 )
-                bleu = sacrebleu.corpus_bleu(
-                    hyps, [[valid_refs[i] for i in bleu_idx]]
-                ).score
+                if group.main  # in fp32; the other ranks wait for the verdict
+                else (None, None)
+            )
+            v_loss, bleu = distributed.broadcast((v_loss, bleu), group)
+            (train_loss,) = distributed.sum_floats([train_loss], group)
             row = {
                 "step": step,
                 "epoch": round(step / per_epoch, 4),
@@ -274,7 +327,10 @@ def train(
                 "" if bad else " best",
             )
             stop = bool(cfg.patience and bad >= cfg.patience)
-            if checkpoint:
+            rng = _rng_state(device)
+            if checkpoint and group.active:
+                rng = distributed.gather(rng, group)
+            if checkpoint and group.main:
                 checkpoint.save(
                     {
                         "model": model.state_dict(),
@@ -288,7 +344,7 @@ def train(
                         "best_state": best_state,
                         "train_seconds": train_seconds,
                         "seen_tokens": seen_tokens,
-                        "rng": _rng_state(device),
+                        "rng": rng,
                     }
                 )
             evals += 1

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import torch
 
+from firth.accel import Accel
 from firth.errors import DataError
 from firth.sources.formats import Sentence, read_conll
 
@@ -95,9 +96,10 @@ class Batch:
     mask: torch.Tensor  # (B, T) bool
 
     def to(self, device) -> Batch:
-        return Batch(
-            *(x.to(device) for x in (self.words, self.chars, self.tags, self.mask))
-        )
+        """On ``device``: a torch.device, or a firth.accel.Accel (pinned memory and
+        non-blocking copies on CUDA)."""
+        move = device.to if isinstance(device, Accel) else (lambda x: x.to(device))
+        return Batch(*(move(x) for x in (self.words, self.chars, self.tags, self.mask)))
 
 
 def make_batch(data: Encoded, idx: list[int], words: list[list[int]] | None = None):

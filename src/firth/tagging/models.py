@@ -117,7 +117,7 @@ class Tagger(nn.Module):
         if self.chars is not None:
             flat = b.chars[b.mask]  # (N real tokens, L)
             feats = x.new_zeros(*b.words.shape, self.chars.out_dim)
-            feats[b.mask] = self.chars(flat)
+            feats[b.mask] = self.chars(flat).to(feats.dtype)  # bf16 under autocast
             x = torch.cat([x, feats], -1)
         x = self.drop(x)
         lengths = b.mask.sum(1).cpu()
@@ -132,7 +132,7 @@ class Tagger(nn.Module):
 
     def loss(self, b: Batch) -> torch.Tensor:
         """Summed over sentences: the CRF's sentence NLL, or the token cross-entropy."""
-        em = self.emissions(b)
+        em = self.emissions(b).float()  # the CRF's sums in fp32 under autocast
         if self.crf is not None:
             return self.crf.nll(em, b.tags.clamp(min=0), b.mask).sum()
         return F.cross_entropy(

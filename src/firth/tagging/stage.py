@@ -8,9 +8,9 @@ from pathlib import Path
 
 import torch
 
+from firth.accel import resolve_device
 from firth.config import load_sections, load_sources
 from firth.errors import ConfigError
-from firth.lm.train import resolve_device
 from firth.tagging.config import Tagger, TaggerCommon
 
 
@@ -53,7 +53,7 @@ def setup(root: Path, params: Path, data: str, head: str) -> Run:
         data=data,
         head=head,
         name=f"{data}-{head}",
-        device=resolve_device(cfg.common.device),
+        device=resolve_device(cfg.common.device, key="tagger.common.device"),
         data_dir=root / "data" / "subsampled" / "tagged" / data,
     )
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import torch
 from tqdm import tqdm
 
+from firth.accel import Accel
 from firth.checkpoint import Checkpoint
 from firth.lm.train import _rng_state, _set_rng_state
 from firth.tagging.data import UNK, Encoded, Vocab, length_batches, make_batch
@@ -64,7 +65,7 @@ def train(
     cfg,
     *,
     seed: int,
-    device: torch.device,
+    accel: Accel,
     singletons: set[int],
     bio: bool,
     checkpoint: Checkpoint | None = None,
@@ -72,9 +73,11 @@ def train(
     desc: str = "train",
 ) -> TrainResult:
     """Train ``model`` (built under ``seed``) with the ``tagger.common`` settings
-    ``cfg``. ``stop_after`` (tests) stops after that many epochs, as a kill would."""
+    ``cfg`` on ``accel``'s device and precision (validation in fp32). ``stop_after``
+    (tests) stops after that many epochs, as a kill would."""
+    device = accel.device
     torch.manual_seed(seed)
-    model.to(device)
+    accel.prepare(model)
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     gold = [tags for _, tags in valid_sents]
     tokens = [toks for toks, _ in valid_sents]
@@ -111,8 +114,9 @@ def train(
                 ]
                 for i in idx
             ]
-            b = make_batch(train_data, idx, words).to(device)
-            loss = model.loss(b)
+            b = make_batch(train_data, idx, words).to(accel)
+            with accel.autocast():
+                loss = model.loss(b)
             opt.zero_grad(set_to_none=True)
             (loss / len(idx)).backward()
             if cfg.clip:
