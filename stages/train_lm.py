@@ -99,12 +99,7 @@ def body(args) -> None:
             (tmp / "config.json").write_text(json.dumps(settings, indent=2) + "\n")
     else:
         started = distributed.start_stage(
-            runner.params_path(args),
-            device=c.device,
-            key="lm.common.device",
-            script=__file__,
-            argv=args.argv,
-            ddp=True,
+            args, device=c.device, key="lm.common.device", script=__file__, ddp=True
         )
         if started is None:  # the torchrun ranks have written everything
             return

@@ -63,12 +63,7 @@ def body(args) -> None:
         "examples_sha256": data_sha,
     }
     accel, _ = distributed.start_stage(
-        run.params,
-        device=cfg.device,
-        key="nli.device",
-        script=__file__,
-        argv=args.argv,
-        ddp=False,
+        args, device=cfg.device, key="nli.device", script=__file__, ddp=False
     )
     torch.manual_seed(seed)
     model = build(run.model, len(vocab.words), cfg)

@@ -74,12 +74,7 @@ def body(args) -> None:
         train_src, train_tgt = encode(tok, tr.source), encode(tok, tr.target)
         valid_src, valid_tgt = encode(tok, va.source), encode(tok, va.target)
     started = distributed.start_stage(
-        runner.params_path(args),
-        device=c.device,
-        key="nmt.common.device",
-        script=__file__,
-        argv=args.argv,
-        ddp=True,
+        args, device=c.device, key="nmt.common.device", script=__file__, ddp=True
     )
     if started is None:  # the torchrun ranks have written everything
         return

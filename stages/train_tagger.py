@@ -68,12 +68,7 @@ def body(args) -> None:
         "vectors_sha256": sha256_file(vec_path),
     }
     accel, _ = distributed.start_stage(
-        run.params,
-        device=c.device,
-        key="tagger.common.device",
-        script=__file__,
-        argv=args.argv,
-        ddp=False,
+        args, device=c.device, key="tagger.common.device", script=__file__, ddp=False
     )
     inits = ["random", vec_name]
     out = args.root / "data" / "taggers" / run.name / f"seed-{seed}"

@@ -1,6 +1,8 @@
 """Distributed data-parallel training on the CPU: the LM and NMT stages with
 ``accel.processes: 2`` start themselves under torchrun (gloo backend) and must give
-the loss curve of one process with the same global batch.
+the loss curve of one process with the same global batch (the transformer LM,
+whose state is a tensor, and the Bahdanau model; the LSTM's tuple state goes
+through the DDP checkpoint in the resume test).
 
 Tolerance: every train and valid loss of the curve within a relative 1e-4 of the
 single process's (the two differ only in the order of floating-point sums: two
@@ -76,7 +78,7 @@ def _same_curve(one, two):
     assert moved > 100 * REL * float(one[0]["train_loss"])
 
 
-@pytest.mark.parametrize("family", ["lstm", "transformer"])
+@pytest.mark.parametrize("family", ["transformer"])  # lstm: the resume test below
 def test_lm_on_two_processes_matches_one(tmp_path, family):
     runs = {family: {"family": family, "seed": 13}}
     roots = {}

@@ -23,6 +23,18 @@ def ran(output: str) -> set[str]:
     return set(re.findall(r"Running stage '([^']+)'", output))
 
 
+def downstream(path, stage: str) -> set[str]:
+    """Every stage that depends on ``stage``, directly or not, in DVC's graph
+    (its edges point from a stage to the stages it reads from)."""
+    import networkx as nx
+    from dvc.repo import Repo
+
+    with Repo(str(path)) as repo:
+        graph = repo.index.graph
+        node = next(s for s in graph if s.name == stage)
+        return {s.name for s in nx.ancestors(graph, node)}
+
+
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory):
     path = tmp_path_factory.mktemp("firth")
@@ -50,9 +62,9 @@ def test_repro_then_noop_then_only_downstream(repo):
     assert "Data and pipelines are up to date" in second
 
     params = yaml.safe_load((path / "params.yaml").read_text())
-    params["subsample"]["text"]["max_train_tokens"] = 10000
-    (path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    third = run(["dvc", "repro"], path, env)
+    # The text corpus feeds most of the DAG: what depends on subsample-text, on
+    # DVC's own graph, must be exactly what the params say (rerunning those 30
+    # stages took 3 minutes of the suite; the steps below rerun real subsets)
     embedding_stages = {
         f"train-embeddings-{m}@{seed}"
         for m, seeds in params["embeddings"]["seeds"].items()
@@ -76,8 +88,8 @@ def test_repro_then_noop_then_only_downstream(repo):
     # and the audit checks the tagger test sets against the vectors' corpus
     audits = {f"audit-tagged@{n}" for n in params["sources"]["tagged"]}
     assert (
-        ran(third)
-        == {"subsample-text", "tokenizer-text", "audit-text", "report"}
+        downstream(path, "subsample-text")
+        == {"tokenizer-text", "audit-text", "report"}
         | embedding_stages
         | lm_stages
         | tagger_stages

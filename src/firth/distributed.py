@@ -34,8 +34,6 @@ from firth.errors import FirthError
 
 log = logging.getLogger(__name__)
 
-LAUNCHED = "FIRTH_DDP_LAUNCHED"  # set in the children of launch()
-
 
 @dataclass(frozen=True)
 class Group:
@@ -81,8 +79,7 @@ def launch(script: str | Path, argv: Sequence[str], processes: int) -> None:
         *argv,
     ]
     log.info("starting %d DDP processes: %s", processes, " ".join(cmd))
-    env = {**os.environ, LAUNCHED: "1"}
-    rc = subprocess.run(cmd, env=env, check=False).returncode
+    rc = subprocess.run(cmd, check=False).returncode
     if rc:
         raise FirthError(f"distributed training failed (torchrun exit status {rc})")
 
@@ -104,21 +101,15 @@ def init(device_type: str) -> Group:
         dist.init_process_group(backend=backend, timeout=timedelta(minutes=30))
     if not group.main:  # one voice in the log: rank 0's
         logging.getLogger().setLevel(logging.WARNING)
-    cores = os.cpu_count() or 1
-    if (
-        device_type == "cpu"
-        and group.main
-        and torch.get_num_threads()
-        * int(os.environ.get("LOCAL_WORLD_SIZE", group.world))
-        > cores
-    ):
+    local, threads = int(os.environ.get("LOCAL_WORLD_SIZE", 1)), torch.get_num_threads()
+    if group.main and device_type == "cpu" and local * threads > (os.cpu_count() or 1):
         log.warning(
             "%d processes x %d torch threads on %d cores: oversubscribed CPU "
-            "training is many times slower; lower the section's threads "
-            "(it is per process)",
-            int(os.environ.get("LOCAL_WORLD_SIZE", group.world)),
-            torch.get_num_threads(),
-            cores,
+            "training runs many times slower; lower the section's threads "
+            "(they are per process)",
+            local,
+            threads,
+            os.cpu_count(),
         )
     log.info(
         "DDP: rank %d of %d (%s backend)", group.rank, group.world, dist.get_backend()
@@ -193,23 +184,19 @@ def wrap(
 
 
 def start_stage(
-    params: Path,
-    *,
-    device: str,
-    key: str,
-    script: str | Path,
-    argv: Sequence[str],
-    ddp: bool,
+    args, *, device: str, key: str, script: str | Path, ddp: bool
 ) -> tuple[Accel, Group] | None:
-    """The ``accel`` settings of a training stage: its Accel and its place in the
-    DDP group. With ``accel.processes > 1`` outside torchrun (and a trainer that
-    supports DDP, ``ddp``), start ``script argv`` under torchrun instead and return
-    None once every rank has finished."""
+    """The ``accel`` settings of a training stage (``args``: its parsed command
+    line, firth.runner): its Accel and its place in the DDP group. With
+    ``accel.processes > 1`` outside torchrun (and a trainer that supports DDP,
+    ``ddp``), start ``script`` with the same arguments under torchrun instead and
+    return None once every rank has finished."""
+    from firth import runner
     from firth.config import load_section
 
-    cfg = load_section("accel", params)
+    cfg = load_section("accel", runner.params_path(args))
     if ddp and should_launch(cfg.processes):
-        launch(script, argv, cfg.processes)
+        launch(script, args.argv, cfg.processes)
         return None
     if not ddp and cfg.processes > 1:
         log.warning(
