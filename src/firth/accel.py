@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -134,3 +135,11 @@ class Accel:
             "precision": self.precision,
             "compile": self.compile,
         }
+
+
+def mover(target: torch.device | str | Accel) -> Callable[[torch.Tensor], torch.Tensor]:
+    """How a batch's tensors go to ``target``: an Accel's ``to`` (pinned memory,
+    non-blocking on CUDA), or a plain ``x.to(target)`` for a device."""
+    if isinstance(target, Accel):
+        return target.to
+    return lambda x: x.to(target)

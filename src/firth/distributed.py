@@ -29,7 +29,9 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from firth import runner
 from firth.accel import Accel
+from firth.config import load_section
 from firth.errors import FirthError
 
 log = logging.getLogger(__name__)
@@ -191,9 +193,6 @@ def start_stage(
     ``accel.processes > 1`` outside torchrun (and a trainer that supports DDP,
     ``ddp``), start ``script`` with the same arguments under torchrun instead and
     return None once every rank has finished."""
-    from firth import runner
-    from firth.config import load_section
-
     cfg = load_section("accel", runner.params_path(args))
     if ddp and should_launch(cfg.processes):
         launch(script, args.argv, cfg.processes)

@@ -94,10 +94,11 @@ def _rng_state(device: torch.device) -> dict:
     return s
 
 
-def _to_cpu(state):
+def _state_to(state, device):
+    """A carried state (a tensor, or a tuple of them for the LSTM) on ``device``."""
     if isinstance(state, tuple):
-        return tuple(s.cpu() for s in state)
-    return state.cpu()
+        return tuple(s.to(device) for s in state)
+    return state.to(device)
 
 
 def _set_rng_state(s: dict, device: torch.device) -> None:
@@ -152,11 +153,7 @@ def train(
         state = saved["state"]
         if group.active:  # one carried state and generator per rank
             state, saved["rng"] = state[group.rank], saved["rng"][group.rank]
-        state = (
-            tuple(s.to(device) for s in state)
-            if isinstance(state, tuple)
-            else state.to(device)
-        )
+        state = _state_to(state, device)
         train_seconds = saved["train_seconds"]
         _set_rng_state(saved["rng"], device)
         log.info("resumed at step %d of %d", step, total)
@@ -258,7 +255,7 @@ def train(
             stop = bool(cfg.patience and bad >= cfg.patience)
             carried, rng = state, _rng_state(device)
             if checkpoint and group.active:
-                carried = distributed.gather(_to_cpu(state), group)
+                carried = distributed.gather(_state_to(state, "cpu"), group)
                 rng = distributed.gather(rng, group)
             if checkpoint and group.main:
                 checkpoint.save(

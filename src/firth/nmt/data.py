@@ -15,6 +15,7 @@ from pathlib import Path
 import torch
 from tokenizers import Tokenizer
 
+from firth.accel import mover
 from firth.bpe import SPECIALS
 from firth.errors import DataError
 
@@ -138,8 +139,11 @@ class Batch:
     tgt_in: torch.Tensor  # (B, T) <s> y
     tgt_out: torch.Tensor  # (B, T) y </s>, padded with PAD
 
-    def to(self, device: torch.device) -> Batch:
-        return Batch(*(t.to(device) for t in vars(self).values()))
+    def to(self, device) -> Batch:
+        """On ``device``: a torch.device, or a firth.accel.Accel (pinned memory and
+        non-blocking copies on CUDA)."""
+        move = mover(device)
+        return Batch(*(move(t) for t in vars(self).values()))
 
     @property
     def tokens(self) -> int:

@@ -35,7 +35,7 @@ from firth.accel import Accel
 from firth.checkpoint import Checkpoint
 from firth.distributed import SINGLE, Group
 from firth.lm.train import _rng_state, _set_rng_state, lr_at
-from firth.nmt.data import PAD, Batch, decode, make_batch, token_batches
+from firth.nmt.data import PAD, decode, make_batch, token_batches
 from firth.nmt.decode import decode_corpus
 
 log = logging.getLogger(__name__)
@@ -250,8 +250,7 @@ def train(
         if group.active:  # this rank's sentences; an empty share still steps
             part = idx[group.rank :: group.world] or idx[:1]
             weight = 1.0 if group.rank < len(idx) else 0.0
-        b = make_batch(part, train_src, train_tgt)
-        batch = Batch(*(accel.to(t) for t in vars(b).values()))
+        batch = make_batch(part, train_src, train_tgt).to(accel)
         pos += 1
         for g in opt.param_groups:
             g["lr"] = lr_at(step, total, warmup, cfg.lr)

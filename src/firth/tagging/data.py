@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from firth.accel import Accel
+from firth.accel import mover
 from firth.errors import DataError
 from firth.sources.formats import Sentence, read_conll
 
@@ -98,7 +98,7 @@ class Batch:
     def to(self, device) -> Batch:
         """On ``device``: a torch.device, or a firth.accel.Accel (pinned memory and
         non-blocking copies on CUDA)."""
-        move = device.to if isinstance(device, Accel) else (lambda x: x.to(device))
+        move = mover(device)
         return Batch(*(move(x) for x in (self.words, self.chars, self.tags, self.mask)))
 
 
