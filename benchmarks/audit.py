@@ -31,11 +31,12 @@ def _rss_mb() -> float:
 
 
 def _scan(spec: dict, near: bool, queue) -> None:
+    from firth.audit.config import Audit as AuditParams
     from firth.audit.overlap import Audit, read_lines
     from firth.config import load_section
     from firth.sources.formats import read_conll
 
-    cfg = load_section("audit", spec["params"])
+    cfg = load_section("audit", spec["params"], schema=AuditParams)
     test = [" ".join(t) for t, _ in read_conll(Path(spec["test"]))]
     base = _rss_mb()
     a = Audit.from_settings(test, cfg, near=near)

@@ -43,6 +43,7 @@ def _bench(run: str, spec: dict, queue) -> None:
 
     from firth.accel import Accel
     from firth.config import load_section, load_sections
+    from firth.nmt.config import EvaluateNmt, Nmt
     from firth.nmt.data import (
         BOS,
         encode,
@@ -56,8 +57,8 @@ def _bench(run: str, spec: dict, queue) -> None:
     from firth.nmt.models import build_model
     from firth.nmt.train import loss_sum
 
-    cfg, _ = load_sections("nmt", spec["params"])
-    ev = load_section("evaluate_nmt", spec["params"])
+    cfg, _ = load_sections("nmt", spec["params"], schema=Nmt)
+    ev = load_section("evaluate_nmt", spec["params"], schema=EvaluateNmt)
     c = cfg.common
     torch.set_num_threads(c.threads or torch.get_num_threads())
     accel = Accel.build(

@@ -55,10 +55,11 @@ def _bench(run: str, spec: dict, queue) -> None:
 
     from firth.accel import resolve_device
     from firth.config import load_sections
+    from firth.tagging.config import Tagger
     from firth.tagging.data import Vocab, encode, length_batches, make_batch, read_split
     from firth.tagging.models import build_tagger
 
-    cfg, _ = load_sections("tagger", spec["params"])
+    cfg, _ = load_sections("tagger", spec["params"], schema=Tagger)
     c = cfg.common
     data_name, head = _split_run(cfg, run)
     if c.threads:
@@ -184,8 +185,9 @@ def main(argv=None) -> None:
     import torch
 
     from firth.config import load_sections
+    from firth.tagging.config import Tagger
 
-    runs = args.runs or _runs(load_sections("tagger", args.params)[0])
+    runs = args.runs or _runs(load_sections("tagger", args.params, schema=Tagger)[0])
     keys = ("params", "device", "steps", "batch", "repeat")
     spec = {k: getattr(args, k) for k in keys}
     rows = []

@@ -30,6 +30,7 @@ from collections import Counter
 import numpy as np
 
 from firth import runner
+from firth.audit.config import Audit as AuditParams
 from firth.audit.overlap import Audit, read_lines, words
 from firth.config import load_sections, load_sources
 from firth.errors import ConfigError, DataError
@@ -51,7 +52,7 @@ def audit_texts(texts, lines, cfg, *, near=True):
 
 def body(args) -> None:
     path = runner.params_path(args)
-    cfg, _ = load_sections("audit", path)
+    cfg, _ = load_sections("audit", path, schema=AuditParams)
     root = args.root
     if args.kind == "text":
         data = root / "data" / "subsampled" / "text"

@@ -17,6 +17,7 @@ from firth.audit.scores import read_flags, seed_mean, split_scores
 from firth.config import load_sections
 from firth.errors import DataError
 from firth.io import read_json, write_json
+from firth.nli.config import EvaluateNli
 from firth.nli.data import Vocab, encode, load_splits
 from firth.nli.models import build
 from firth.nli.stage import setup
@@ -29,7 +30,7 @@ log = logging.getLogger("evaluate_nli")
 
 def body(args) -> None:
     run = setup(args.root, runner.params_path(args), args.data, args.model)
-    ev, _ = load_sections("evaluate_nli", run.params)
+    ev, _ = load_sections("evaluate_nli", run.params, schema=EvaluateNli)
     cfg = run.cfg
     splits, _ = load_splits(run.raw, cfg, run.seed0)
     test = splits["test"]

@@ -26,6 +26,7 @@ from firth.audit.scores import read_flags, split_scores
 from firth.config import load_section, load_sections
 from firth.errors import ConfigError, DataError
 from firth.io import atomic_path, write_json
+from firth.nmt.config import EvaluateNmt, Nmt
 from firth.nmt.data import (
     decode,
     encode,
@@ -74,8 +75,8 @@ def translate_all(model, src, c, ev, device, *, beam: int) -> tuple[list, float]
 
 def body(args) -> None:
     params = runner.params_path(args)
-    cfg, _ = load_sections("nmt", params)
-    ev = load_section("evaluate_nmt", params)
+    cfg, _ = load_sections("nmt", params, schema=Nmt)
+    ev = load_section("evaluate_nmt", params, schema=EvaluateNmt)
     if COPY in cfg.runs:
         raise ConfigError(f"nmt.runs: '{COPY}' is reserved for the baseline")
     if args.run != COPY and args.run not in cfg.runs:

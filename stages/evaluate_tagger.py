@@ -22,6 +22,7 @@ from firth.audit.scores import read_flags, seed_mean, split_scores
 from firth.config import load_sections
 from firth.errors import DataError
 from firth.io import read_json, write_json
+from firth.tagging.config import EvaluateTagger
 from firth.tagging.data import Vocab, encode, norm, read_split
 from firth.tagging.evaluate import baselines, headline, scheme_of, scores, spread
 from firth.tagging.models import build_tagger
@@ -41,7 +42,7 @@ SPREAD_KEYS = (
 
 def body(args) -> None:
     run = setup(args.root, runner.params_path(args), args.data, args.head)
-    ev, _ = load_sections("evaluate_tagger", run.params)
+    ev, _ = load_sections("evaluate_tagger", run.params, schema=EvaluateTagger)
     c, device = run.common, run.device
     tr = read_split(run.data_dir / "train.conll")
     te = read_split(run.data_dir / "test.conll")

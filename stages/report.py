@@ -157,6 +157,7 @@ def body(args) -> None:
     params = yaml.safe_load(params_file.read_text(encoding="utf-8"))
     revision = _revision(args.root)
     root = args.root
+    bench = args.benchmarks or root / "benchmarks" / "results"
     data, toks = root / "reports" / "data", root / "reports" / "tokenizers"
     sources = []
     for meta in sorted((root / "reports" / "sources").glob("*/*.json")):
@@ -208,7 +209,7 @@ def body(args) -> None:
                 emb_train,
                 evals,
                 {m: _maybe(emb / m / "eval_detail.json") or {} for m in evals},
-                _maybe(root / "benchmarks" / "results" / "embeddings.json"),
+                _maybe(bench / "embeddings.json"),
                 _loss_curves(emb, list(evals)),
             ),
             ["embeddings", "evaluate_embeddings", "subsample.text"],
@@ -227,7 +228,7 @@ def body(args) -> None:
         card(
             lm_section(
                 *lm_runs,
-                _maybe(root / "benchmarks" / "results" / "lm.json"),
+                _maybe(bench / "lm.json"),
                 _maybe(root / "reports" / "audit" / "text.json"),
             ),
             ["lm", "evaluate_lm", "subsample.text", "accel"],
@@ -248,7 +249,7 @@ def body(args) -> None:
         card(
             nmt_section(
                 *nmt_runs,
-                _maybe(root / "benchmarks" / "results" / "nmt.json"),
+                _maybe(bench / "nmt.json"),
                 _maybe(root / "reports" / "audit" / "parallel.json"),
             ),
             ["nmt", "evaluate_nmt", "subsample.parallel", "accel"],
@@ -269,7 +270,7 @@ def body(args) -> None:
                 tag_train,
                 tag_evals,
                 tag_curves,
-                _maybe(root / "benchmarks" / "results" / "tagger.json"),
+                _maybe(bench / "tagger.json"),
                 {
                     p.stem.removeprefix("tagged_"): read_json(p)
                     for p in sorted((root / "reports" / "audit").glob("tagged_*.json"))
@@ -331,7 +332,15 @@ def body(args) -> None:
 
 
 def main(argv=None) -> None:
-    runner.run(body, runner.parser(__doc__), argv)
+    p = runner.parser(__doc__)
+    p.add_argument(
+        "--benchmarks",
+        type=Path,
+        default=None,
+        help="folder of the benchmark results the report cites "
+        "(default: ROOT/benchmarks/results)",
+    )
+    runner.run(body, p, argv)
 
 
 if __name__ == "__main__":

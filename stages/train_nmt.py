@@ -25,6 +25,7 @@ from firth.checkpoint import Checkpoint, run_key
 from firth.config import load_sections
 from firth.errors import ConfigError
 from firth.io import atomic_path, sha256_file, write_json
+from firth.nmt.config import Nmt
 from firth.nmt.data import encode, encode_extended, load_tokenizer, read_pairs
 from firth.nmt.models import build_model
 from firth.nmt.train import nll, train
@@ -45,7 +46,7 @@ CURVE = [
 
 
 def body(args) -> None:
-    cfg, _ = load_sections("nmt", runner.params_path(args))
+    cfg, _ = load_sections("nmt", runner.params_path(args), schema=Nmt)
     if args.run not in cfg.runs:
         raise ConfigError(
             f"nmt.runs has no run '{args.run}' (runs: {', '.join(cfg.runs)})"

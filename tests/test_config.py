@@ -2,9 +2,13 @@ import pytest
 import yaml
 from conftest import ROOT
 
+from firth.cli import all_sections
 from firth.config import check_top_level, load_section, load_sources
 from firth.errors import ConfigError
 from stages import subsample as subsample_stage
+
+
+SCHEMAS = all_sections()
 
 
 def write_params(tmp_path, mutate):
@@ -93,7 +97,7 @@ def test_seed_lists_are_checked(tmp_path):
     tagger and NLI matrices reject a repeated value."""
     for profile in (ROOT / "params.yaml", *(ROOT / "profiles").glob("*.yaml")):
         for name in ("embeddings", "tagger", "nli", "evaluate_nli"):
-            load_section(name, profile)
+            load_section(name, profile, schema=SCHEMAS[name])
     cases = [
         ("embeddings", lambda p: p["embeddings"]["seeds"].pop("glove"), "per method"),
         ("embeddings", lambda p: p["embeddings"]["seeds"].update(sgns=[]), "sgns"),
@@ -104,4 +108,13 @@ def test_seed_lists_are_checked(tmp_path):
     for section, mutate, message in cases:
         path = write_params(tmp_path, mutate)
         with pytest.raises(ConfigError, match=message):
-            load_section(section, path)
+            load_section(section, path, schema=SCHEMAS[section])
+
+
+def test_a_task_section_needs_its_schema():
+    """A task's section is validated by the schema its task module defines; asking
+    for it by name alone is an error that says so."""
+    with pytest.raises(ConfigError, match="pass schema="):
+        load_section("nmt", ROOT / "params.yaml")
+    with pytest.raises(ConfigError, match="unknown section 'nmtt'.*evaluate_nmt"):
+        load_section("nmtt", ROOT / "params.yaml")

@@ -17,7 +17,8 @@ from firth.lm.data import batchify, build_vocabulary, encode_stream, eval_layout
 from firth.lm.gradient_flow import gradient_norms, model_gradient_norms
 from firth.lm.models import build_model
 from firth.lm.softmax import AdaptiveSoftmax
-from firth.lm.train import lr_at, score, train
+from firth.lm.train import score, train
+from firth.schedule import lr_at
 
 
 def lee_lines(n=None):

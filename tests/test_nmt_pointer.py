@@ -12,12 +12,12 @@ import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from firth.bpe import SPECIALS
-from firth.config import Section
 from firth.nmt.config import NmtRun
 from firth.nmt.data import BOS, EOS, PAD, UNK, decode, encode_extended, make_batch
 from firth.nmt.decode import beam_search, greedy
 from firth.nmt.models import Seq2Seq, build_model, mixture
 from firth.nmt.train import coverage_loss_sum, loss_sum
+from firth.section import Section
 
 V = 30
 

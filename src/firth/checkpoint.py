@@ -54,3 +54,16 @@ class Checkpoint:
 
     def clear(self) -> None:
         self.path.unlink(missing_ok=True)
+
+
+def rng_state(device: torch.device) -> dict:
+    s = {"cpu": torch.get_rng_state()}
+    if device.type == "cuda":
+        s["cuda"] = torch.cuda.get_rng_state(device)
+    return s
+
+
+def set_rng_state(s: dict, device: torch.device) -> None:
+    torch.set_rng_state(s["cpu"])
+    if device.type == "cuda" and "cuda" in s:
+        torch.cuda.set_rng_state(s["cuda"], device)

@@ -31,13 +31,68 @@ def sources() -> None:
     )
 
 
+def all_sections() -> dict:
+    """Every params section with its schema, the tasks' own included."""
+    from firth.audit.config import Audit
+    from firth.nli.config import EvaluateNli, Nli
+    from firth.nmt.config import EvaluateNmt, Nmt
+    from firth.tagging.config import EvaluateTagger, Tagger
+
+    return {
+        **SECTIONS,
+        "audit": Audit,
+        "nmt": Nmt,
+        "evaluate_nmt": EvaluateNmt,
+        "tagger": Tagger,
+        "evaluate_tagger": EvaluateTagger,
+        "nli": Nli,
+        "evaluate_nli": EvaluateNli,
+    }
+
+
+@app.command("deps")
+def deps(
+    root: Annotated[Path, typer.Option(help="The repository root.")] = Path("."),
+    write: Annotated[
+        bool,
+        typer.Option(
+            "--write",
+            help="Rewrite dvc.yaml's code deps and regenerate profiles/*/dvc.yaml.",
+        ),
+    ] = False,
+) -> None:
+    """Check that each stage's code deps in dvc.yaml are exactly the import closure
+    of its script, and that every profile project's dvc.yaml is generated from it."""
+    from firth.code_deps import for_project, prefix_of, profile_projects, rewrite
+
+    main = root / "dvc.yaml"
+    text = main.read_text(encoding="utf-8")
+    want = {main: rewrite(text, root)}
+    for project in profile_projects(root):
+        want[project / "dvc.yaml"] = for_project(
+            want[main], prefix=prefix_of(root, project)
+        )
+    stale = [p for p, t in want.items() if p.read_text(encoding="utf-8") != t]
+    if write:
+        for path in stale:
+            path.write_text(want[path], encoding="utf-8")
+            typer.echo(f"wrote {path}")
+        return
+    for path in stale:
+        typer.echo(f"{path}: code deps differ from the import closure", err=True)
+    if stale:
+        typer.echo("fix: firth deps --write", err=True)
+        raise typer.Exit(1)
+    typer.echo(f"{len(want)} dvc.yaml files: code deps are the import closure")
+
+
 @app.command("check-params")
 def check_params(path: Path = Path("params.yaml")) -> None:
     """Validate every section of a params file; print the first error on one line."""
     try:
         check_top_level(path)
-        for name in SECTIONS:
-            load_section(name, path)
+        for name, schema in all_sections().items():
+            load_section(name, path, schema=schema)
         for group in ("text", "parallel", "tagged", "eval"):
             load_sources(group, path)
     except FirthError as exc:

@@ -12,15 +12,10 @@ from pathlib import Path
 from typing import Any, Literal, Self, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from firth.errors import ConfigError
-
-
-class Section(BaseModel):
-    """Base for every params section: strict, frozen, no unknown keys."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+from firth.section import Section
 
 
 class SourceSpec(Section):
@@ -318,24 +313,18 @@ class EvaluateLm(Section):
     flow_sequences: int = Field(ge=1)
 
 
-def _domain_sections() -> dict[str, type[BaseModel]]:
-    """Sections whose schema lives with its domain (a change there reruns only the
-    stages of that domain)."""
-    from firth.audit.config import Audit
-    from firth.nli.config import EvaluateNli, Nli
-    from firth.nmt.config import EvaluateNmt, Nmt
-    from firth.tagging.config import EvaluateTagger, Tagger
-
-    return {
-        "audit": Audit,
-        "nmt": Nmt,
-        "evaluate_nmt": EvaluateNmt,
-        "tagger": Tagger,
-        "evaluate_tagger": EvaluateTagger,
-        "nli": Nli,
-        "evaluate_nli": EvaluateNli,
-    }
-
+# Sections whose schema lives with its domain (``firth.<task>.config``), so that a
+# change there reruns only the stages of that task: their stages pass the schema to
+# load_section(..., schema=...).
+DOMAIN_SECTIONS = (
+    "audit",
+    "nmt",
+    "evaluate_nmt",
+    "tagger",
+    "evaluate_tagger",
+    "nli",
+    "evaluate_nli",
+)
 
 SECTIONS: dict[str, type[BaseModel]] = {
     "prepare_text": PrepareText,
@@ -349,7 +338,6 @@ SECTIONS: dict[str, type[BaseModel]] = {
     "evaluate_embeddings": EvaluateEmbeddings,
     "lm": Lm,
     "evaluate_lm": EvaluateLm,
-    **_domain_sections(),
 }
 
 M = TypeVar("M", bound=BaseModel)
@@ -401,16 +389,28 @@ def validate_section(
         raise ConfigError(msg) from None
 
 
-def load_section(name: str, path: str | Path = "params.yaml") -> Any:
-    """Load and validate one section of params.yaml by name."""
-    if name not in SECTIONS:
-        raise ConfigError(
-            f"unknown section '{name}' (known: {', '.join(sorted(SECTIONS))})"
-        )
+def load_section(
+    name: str,
+    path: str | Path = "params.yaml",
+    *,
+    schema: type[M] | None = None,
+) -> Any:
+    """Load and validate one section of params.yaml by name (a domain section with
+    its ``schema`` from ``firth.<task>.config``)."""
+    if schema is None:
+        if name in DOMAIN_SECTIONS:
+            raise ConfigError(
+                f"section '{name}' is validated by its task's schema: "
+                "pass schema= from firth.<task>.config"
+            )
+        if name not in SECTIONS:
+            known = ", ".join(sorted([*SECTIONS, *DOMAIN_SECTIONS]))
+            raise ConfigError(f"unknown section '{name}' (known: {known})")
+        schema = SECTIONS[name]
     params = read_params(path)
     if name not in params:
         raise ConfigError(f"{path}: missing section '{name}'")
-    return validate_section(SECTIONS[name], params[name], name=name, path=str(path))
+    return validate_section(schema, params[name], name=name, path=str(path))
 
 
 SOURCE_GROUPS = ("text", "parallel", "tagged", "eval", "nli")
@@ -459,7 +459,7 @@ def load_seed(path: str | Path = "params.yaml") -> int:
 def check_top_level(path: str | Path = "params.yaml") -> None:
     """Refuse unknown top-level sections (a misspelt section would be ignored)."""
     params = read_params(path)
-    known = set(SECTIONS) | {"seed", "sources"}
+    known = {*SECTIONS, *DOMAIN_SECTIONS, "seed", "sources"}
     for key in params:
         if key not in known:
             raise ConfigError(
@@ -467,7 +467,12 @@ def check_top_level(path: str | Path = "params.yaml") -> None:
             )
 
 
-def load_sections(name: str, path: str | Path = "params.yaml") -> tuple[Any, int]:
+def load_sections(
+    name: str,
+    path: str | Path = "params.yaml",
+    *,
+    schema: type[M] | None = None,
+) -> tuple[Any, int]:
     """Check the top level, then return the validated section ``name`` and the seed."""
     check_top_level(path)
-    return load_section(name, path), load_seed(path)
+    return load_section(name, path, schema=schema), load_seed(path)

@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from firth.checkpoint import Checkpoint
-from firth.lm.train import _rng_state, _set_rng_state
+from firth.checkpoint import Checkpoint, rng_state, set_rng_state
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +42,7 @@ class Progress:
             return cls(best_state=copy.deepcopy(model.state_dict()))
         model.load_state_dict(saved["model"])
         opt.load_state_dict(saved["optimizer"])
-        _set_rng_state(saved["rng"], device)
+        set_rng_state(saved["rng"], device)
         log.info("%s: resumed after epoch %d", desc, saved["epoch"])
         return cls(
             best_state=saved["best_state"],
@@ -88,7 +87,7 @@ class Progress:
                     "best_state": self.best_state,
                     "seconds": self.seconds,
                     "stopped": self.done,
-                    "rng": _rng_state(device),
+                    "rng": rng_state(device),
                 }
             )
 

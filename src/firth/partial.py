@@ -13,8 +13,9 @@ the committed metrics alone.
 
 from __future__ import annotations
 
+from firth.formatting import num
 from firth.nli.report import ENABLE
-from firth.report import Section, _num
+from firth.report import Section
 
 
 def partial_input_section(
@@ -36,10 +37,10 @@ def partial_input_section(
             [
                 "analogy (questions-words, top 30k)",
                 f"{method} 3CosAdd",
-                _num(100 * full, 2),
+                num(100 * full, 2),
                 "only-b (ignores a and a*)",
-                _num(100 * part, 2),
-                _num(100 * (full - part), 2),
+                num(100 * part, 2),
+                num(100 * (full - part), 2),
                 "accuracy %",
             ]
         )
@@ -56,10 +57,10 @@ def partial_input_section(
             [
                 f"language model ({scored[best].get('unit', '?')} test perplexity)",
                 best,
-                _num(t["perplexity"], 2),
+                num(t["perplexity"], 2),
                 "unigram (no context)",
-                _num(uni, 2),
-                _num(t["perplexity"] - uni, 2),
+                num(uni, 2),
+                num(t["perplexity"] - uni, 2),
                 "perplexity (lower is better)",
             ]
         )
@@ -82,10 +83,10 @@ def partial_input_section(
                     [
                         "translation (KJV -> WEB test, beam BLEU)",
                         best,
-                        _num(b["bleu"], 2),
+                        num(b["bleu"], 2),
                         label,
-                        _num(p["bleu"], 2),
-                        _num(b["bleu"] - p["bleu"], 2),
+                        num(p["bleu"], 2),
+                        num(b["bleu"] - p["bleu"], 2),
                         "BLEU",
                     ]
                 )
@@ -98,10 +99,10 @@ def partial_input_section(
             [
                 f"tagging ({e['data']}, {'entity F1' if key == 'f1' else 'accuracy'})",
                 f"{r} ({best}, seed mean)",
-                _num(100 * full, 2),
+                num(100 * full, 2),
                 "word-only (no context)",
-                _num(100 * part, 2),
-                _num(100 * (full - part), 2),
+                num(100 * part, 2),
+                num(100 * (full - part), 2),
                 "points",
             ]
         )
@@ -117,10 +118,10 @@ def partial_input_section(
             [
                 f"NLI ({data}, test accuracy)",
                 "premise + hypothesis (seed mean)",
-                _num(100 * full, 2),
+                num(100 * full, 2),
                 f"hypothesis-only (majority class: {100 * maj:.2f})",
-                _num(100 * part, 2),
-                _num(100 * (full - part), 2),
+                num(100 * part, 2),
+                num(100 * (full - part), 2),
                 "points",
             ]
         )

@@ -16,6 +16,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from firth.audit.report import audit_sentence, contamination_table  # noqa: E402
+from firth.formatting import fmt, num  # noqa: E402
+
 Table = tuple[list[str], list[list[str]]]
 
 
@@ -30,21 +33,13 @@ class Section:
 SPLITS = ("train", "valid", "test")
 
 
-def _png(fig) -> bytes:
+def figure_png(fig) -> bytes:
     """The figure as PNG bytes (no timestamp metadata, so reruns are identical)."""
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, metadata={"Software": None})
     plt.close(fig)
     return buf.getvalue()
-
-
-def fmt(x: object) -> str:
-    if isinstance(x, float):
-        return f"{x:.4f}" if abs(x) < 1 else f"{x:,.2f}"
-    if isinstance(x, int):
-        return f"{x:,}"
-    return str(x)
 
 
 def sources_section(sources: list[dict]) -> Section:
@@ -260,7 +255,7 @@ def tokenizer_figure(tables: dict[str, list[dict]]) -> bytes:
     ax.set_ylabel("mean tokens per line (valid)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    return _png(fig)
+    return figure_png(fig)
 
 
 def render_markdown(
@@ -282,7 +277,7 @@ def render_markdown(
             out.append("|" + "---|" * len(head))
             out += ["| " + " | ".join(r) + " |" for r in rows]
             out.append("")
-        for caption, _png in sec.figures:
+        for caption, png in sec.figures:
             out += [f"![{caption}]({figure_paths[caption]})", ""]
     return "\n".join(out)
 
@@ -327,14 +322,6 @@ def render_html(title: str, meta: dict[str, str], sections: list[Section]) -> st
 EMBEDDING_ORDER = ("sgns", "subword", "ppmi-svd", "glove", "gensim")
 
 
-def _num(x: object, digits: int = 4) -> str:
-    if x is None:
-        return "-"
-    if isinstance(x, float):
-        return f"{x:,.{digits}f}"
-    return fmt(x)
-
-
 def embeddings_section(
     train: dict[str, dict],
     evals: dict[str, dict],
@@ -371,27 +358,26 @@ def embeddings_section(
         def sd(key, e=e):
             """mean ± sd over the seeds where there are several."""
             if len(e.get("seeds", [])) > 1 and e.get(f"{key}_sd") is not None:
-                return f"{_num(e.get(key))} ± {_num(e[f'{key}_sd'])}"
-            return _num(e.get(key))
+                return f"{num(e.get(key))} ± {num(e[f'{key}_sd'])}"
+            return num(e.get(key))
 
         rows.append(
             [
                 m,
                 str(len(e.get("seeds", [])) or 1),
-                _num(avg("words_per_second"), 0),
-                _num(avg("seconds"), 1),
-                _num(avg("peak_rss_mb"), 0),
+                num(avg("words_per_second"), 0),
+                num(avg("seconds"), 1),
+                num(avg("peak_rss_mb"), 0),
                 sd("analogy-google_top_3cosadd"),
-                _num(e.get("analogy-google_top_3cosadd_incl")),
-                _num(e.get("analogy-google_top_3cosmul")),
-                _num(e.get("analogy-google_top_only_b")),
-                _num(e.get("analogy-google_top_coverage"), 3)
+                num(e.get("analogy-google_top_3cosadd_incl")),
+                num(e.get("analogy-google_top_3cosmul")),
+                num(e.get("analogy-google_top_only_b")),
+                num(e.get("analogy-google_top_coverage"), 3)
                 + " / "
-                + _num(e.get("analogy-google_full_coverage"), 3),
-                _num(e.get("analogy-google_full_3cosadd")),
-                f"{sd('wordsim353_spearman')} "
-                f"({_num(e.get('wordsim353_coverage'), 2)})",
-                f"{sd('simlex999_spearman')} ({_num(e.get('simlex999_coverage'), 2)})",
+                + num(e.get("analogy-google_full_coverage"), 3),
+                num(e.get("analogy-google_full_3cosadd")),
+                f"{sd('wordsim353_spearman')} ({num(e.get('wordsim353_coverage'), 2)})",
+                f"{sd('simlex999_spearman')} ({num(e.get('simlex999_coverage'), 2)})",
             ]
         )
     sec.tables.append(
@@ -422,11 +408,11 @@ def embeddings_section(
         [
             m,
             seed,
-            _num(r.get("analogy-google_top_3cosadd")),
-            _num(r.get("analogy-google_top_3cosmul")),
-            _num(r.get("analogy-google_full_3cosadd")),
-            _num(r.get("wordsim353_spearman")),
-            _num(r.get("simlex999_spearman")),
+            num(r.get("analogy-google_top_3cosadd")),
+            num(r.get("analogy-google_top_3cosmul")),
+            num(r.get("analogy-google_full_3cosadd")),
+            num(r.get("wordsim353_spearman")),
+            num(r.get("simlex999_spearman")),
         ]
         for m in methods
         for seed, r in evals[m].get("runs", {}).items()
@@ -453,8 +439,8 @@ def embeddings_section(
         oov_rows = [
             [
                 f"{m}: {s}",
-                f"{_num(evals[m].get(f'{s}_with_oov_spearman'))} "
-                f"({_num(evals[m].get(f'{s}_with_oov_coverage'), 2)})",
+                f"{num(evals[m].get(f'{s}_with_oov_spearman'))} "
+                f"({num(evals[m].get(f'{s}_with_oov_coverage'), 2)})",
             ]
             for m in methods
             for s in ("wordsim353", "simlex999")
@@ -484,7 +470,7 @@ def embeddings_section(
         for n in names:
             entries = [top[m]["sections"].get(n) if top[m] else None for m in methods]
             cov = next((f"{e['covered']}/{e['questions']}" for e in entries if e), "-")
-            row = [_num(e["3cosadd"], 3) if e else "-" for e in entries]
+            row = [num(e["3cosadd"], 3) if e else "-" for e in entries]
             sec_rows.append([n, *row, cov])
         sec.tables.append(
             (
@@ -559,13 +545,13 @@ def benchmark_table(bench: dict) -> tuple[str, Table]:
                 m,
                 str(e["runs"]),
                 f"{e['words_per_second']:,.0f}",
-                _num(r.get("words_per_second"), 2) if r else "1",
+                num(r.get("words_per_second"), 2) if r else "1",
                 f"{e['peak_rss_mb']:,.0f}",
                 f"{e['analogy_3cosadd']:.4f} ± {e['analogy_3cosadd_sd']:.4f}",
                 f"{e['wordsim353_spearman']:.3f} ± {e['wordsim353_spearman_sd']:.3f}",
                 f"{e['simlex999_spearman']:.3f} ± {e['simlex999_spearman_sd']:.3f}",
                 " / ".join(
-                    _num(r.get(k), 2)
+                    num(r.get(k), 2)
                     for k in (
                         "analogy_3cosadd",
                         "wordsim353_spearman",
@@ -622,7 +608,7 @@ def embeddings_figure(methods: list[str], evals: dict[str, dict]) -> bytes:
     ax.set_ylabel("accuracy / Spearman")
     ax.legend(fontsize=8)
     ax.grid(True, axis="y", alpha=0.3)
-    return _png(fig)
+    return figure_png(fig)
 
 
 def analogy_sections_figure(methods: list[str], top: dict[str, dict | None]) -> bytes:
@@ -642,7 +628,7 @@ def analogy_sections_figure(methods: list[str], top: dict[str, dict | None]) -> 
     ax.set_xlabel("3CosAdd accuracy (covered questions, top candidates)")
     ax.legend(fontsize=7, loc="lower right")
     ax.grid(True, axis="x", alpha=0.3)
-    return _png(fig)
+    return figure_png(fig)
 
 
 def embedding_loss_figure(
@@ -667,7 +653,7 @@ def embedding_loss_figure(
     ax.set_yscale("log")
     ax.legend(fontsize=8)
     ax.grid(True, alpha=0.3)
-    return _png(fig)
+    return figure_png(fig)
 
 
 LM_ORDER = ("kn", "ffnn", "elman", "lstm", "gru", "transformer")
@@ -732,7 +718,7 @@ def lm_section(
                 e["unit"],
                 f"{e['vocab']:,}",
                 f"{t['parameters']:,}" if "parameters" in t else "-",
-                _num(t.get("epochs_run"), 2) if "epochs_run" in t else "-",
+                num(t.get("epochs_run"), 2) if "epochs_run" in t else "-",
                 f"{t['train_tokens_per_second']:,}"
                 if "train_tokens_per_second" in t
                 else "-",
@@ -836,7 +822,7 @@ def lm_section(
         ax.set_ylabel("||dL_T/dh_t|| / ||dL_T/dh_T||")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
-        png = _png(fig)
+        png = figure_png(fig)
         first = {evals[r]["family"]: r for r in reversed(list(flows))}
         note = ""
         if "elman" in first and "lstm" in first:
@@ -876,7 +862,7 @@ def lm_section(
         ax.set_yscale("log")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
-        png = _png(fig)
+        png = figure_png(fig)
         sec.figures.append(("Validation perplexity during training", png))
     rows = []
     seen = set()
@@ -900,8 +886,6 @@ def lm_section(
         if "contamination" in evals[r]["test"]
     ]
     if rows:
-        from firth.audit.report import audit_sentence, contamination_table
-
         if audit:
             sec.intro += "\n\n" + audit_sentence(audit, "test lines")
         sec.tables.append(
@@ -920,7 +904,7 @@ def lm_section(
                 [
                     b["model"],
                     f"{b.get('train_tokens', 0):,}",
-                    _num(b.get("build_seconds") or b.get("train_seconds"), 1),
+                    num(b.get("build_seconds") or b.get("train_seconds"), 1),
                     f"{speed:,}",
                     f"{b['eval_tokens_per_second']:,}",
                     f"{b.get('peak_rss_mb', 0):,}",

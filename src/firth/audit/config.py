@@ -6,7 +6,7 @@ from typing import Self
 
 from pydantic import Field, model_validator
 
-from firth.config import Section
+from firth.section import Section
 
 
 class Audit(Section):

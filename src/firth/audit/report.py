@@ -4,7 +4,7 @@ the relative difference clean vs all."""
 
 from __future__ import annotations
 
-from firth.report import _num
+from firth.formatting import num
 
 
 def audit_sentence(audit: dict, what: str) -> str:
@@ -50,7 +50,7 @@ def contamination_table(
                     name,
                     m,
                     *(
-                        _num(None if s[k] is None else scale * s[k], 2)
+                        num(None if s[k] is None else scale * s[k], 2)
                         for k in ("all", "dirty", "clean")
                     ),
                     f"{s['n_dirty']:,}",

@@ -29,10 +29,11 @@ from tqdm import tqdm
 
 from firth import distributed
 from firth.accel import Accel
-from firth.checkpoint import Checkpoint
+from firth.checkpoint import Checkpoint, rng_state, set_rng_state
 from firth.distributed import SINGLE, Group
 from firth.lm.data import batchify, eval_layout
 from firth.lm.models import LanguageModel
+from firth.schedule import lr_at
 
 log = logging.getLogger(__name__)
 
@@ -47,14 +48,6 @@ class TrainStep(torch.nn.Module):
 
     def forward(self, x, y, state):
         return self.model.log_prob_of(x, y, state)
-
-
-def lr_at(step: int, total: int, warmup: int, lr: float) -> float:
-    """Linear warm-up over ``warmup`` steps, then cosine decay to 0 at ``total``."""
-    if warmup and step < warmup:
-        return lr * (step + 1) / warmup
-    progress = (step - warmup) / max(1, total - warmup)
-    return lr * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
 
 
 @torch.no_grad()
@@ -87,24 +80,11 @@ class TrainResult:
     stats: dict = field(default_factory=dict)
 
 
-def _rng_state(device: torch.device) -> dict:
-    s = {"cpu": torch.get_rng_state()}
-    if device.type == "cuda":
-        s["cuda"] = torch.cuda.get_rng_state(device)
-    return s
-
-
 def _state_to(state, device):
     """A carried state (a tensor, or a tuple of them for the LSTM) on ``device``."""
     if isinstance(state, tuple):
         return tuple(s.to(device) for s in state)
     return state.to(device)
-
-
-def _set_rng_state(s: dict, device: torch.device) -> None:
-    torch.set_rng_state(s["cpu"])
-    if device.type == "cuda" and "cuda" in s:
-        torch.cuda.set_rng_state(s["cuda"], device)
 
 
 def train(
@@ -155,7 +135,7 @@ def train(
             state, saved["rng"] = state[group.rank], saved["rng"][group.rank]
         state = _state_to(state, device)
         train_seconds = saved["train_seconds"]
-        _set_rng_state(saved["rng"], device)
+        set_rng_state(saved["rng"], device)
         log.info("resumed at step %d of %d", step, total)
     log.info(
         "%d parameters; %d streams x %d tokens, %d steps/epoch, %d steps, "
@@ -253,7 +233,7 @@ def train(
                 "" if bad else " best",
             )
             stop = bool(cfg.patience and bad >= cfg.patience)
-            carried, rng = state, _rng_state(device)
+            carried, rng = state, rng_state(device)
             if checkpoint and group.active:
                 carried = distributed.gather(_state_to(state, "cpu"), group)
                 rng = distributed.gather(rng, group)

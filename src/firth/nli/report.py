@@ -4,7 +4,8 @@ contamination split and misclassified examples; or one line saying how to enable
 
 from __future__ import annotations
 
-from firth.report import Section, _num
+from firth.formatting import num
+from firth.report import Section
 
 ENABLE = (
     "NLI: not run. The offline default ships no NLI data; with the Hugging Face hub "
@@ -16,7 +17,7 @@ ENABLE = (
 
 def _ms(s: dict) -> str:
     if s["n"] == 1:
-        return _num(100 * s["mean"], 2)
+        return num(100 * s["mean"], 2)
     return (
         f"{100 * s['mean']:.2f} ± {100 * s['std']:.2f} "
         f"({100 * s['min']:.2f}-{100 * s['max']:.2f})"
@@ -47,7 +48,7 @@ def nli_section(evals: dict[str, dict], train: dict[str, dict]) -> Section:
         e0 = evals[runs[0]]
         maj = e0["baselines"]["majority"]
         rows.append(
-            [data, f"majority ({maj['label']})", "-", _num(100 * maj["accuracy"], 2)]
+            [data, f"majority ({maj['label']})", "-", num(100 * maj["accuracy"], 2)]
             + ["-"] * 5
         )
         for r in runs:
@@ -67,9 +68,9 @@ def nli_section(evals: dict[str, dict], train: dict[str, dict]) -> Section:
                     ", ".join(
                         f"{m['seed']}: {100 * m['accuracy']:.2f}" for m in e["models"]
                     ),
-                    " / ".join(_num(100 * per[k], 1) for k in per),
+                    " / ".join(num(100 * per[k], 1) for k in per),
                     _clean(c),
-                    _num(sum(s for s in secs if s) / 60, 1) if any(secs) else "-",
+                    num(sum(s for s in secs if s) / 60, 1) if any(secs) else "-",
                     str(e["test_examples"]),
                 ]
             )

@@ -27,7 +27,7 @@ class Run:
 
 
 def setup(root: Path, params: Path, data: str, model: str) -> Run:
-    cfg, seed = load_sections("nli", params)
+    cfg, seed = load_sections("nli", params, schema=Nli)
     for key, value, allowed in (
         ("data", data, cfg.data),
         ("models", model, cfg.models),

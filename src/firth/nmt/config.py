@@ -9,7 +9,7 @@ from typing import Literal, Self
 
 from pydantic import Field, model_validator
 
-from firth.config import Section
+from firth.section import Section
 
 
 class NmtCommon(Section):

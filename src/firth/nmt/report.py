@@ -7,7 +7,8 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 
 from firth.audit.report import audit_sentence, contamination_table
-from firth.report import Section, _num, _png
+from firth.formatting import num
+from firth.report import Section, figure_png
 
 NAMES = {
     "none": "no attention (bottleneck)",
@@ -73,12 +74,12 @@ def nmt_section(
                 r,
                 describe(e),
                 f"{t['parameters']:,}" if "parameters" in t else "-",
-                _num(t.get("epochs_run"), 2),
-                _num(t["train_seconds"] / 60, 1) if "train_seconds" in t else "-",
+                num(t.get("epochs_run"), 2),
+                num(t["train_seconds"] / 60, 1) if "train_seconds" in t else "-",
                 f"{t['train_target_tokens_per_second']:,}"
                 if "train_target_tokens_per_second" in t
                 else "-",
-                _num(e.get("test_perplexity"), 2),
+                num(e.get("test_perplexity"), 2),
                 f"{g['bleu']:.2f} / {g['chrf']:.2f} / {g['chrf++']:.2f}",
                 f"{b['bleu']:.2f} / {b['chrf']:.2f} / {b['chrf++']:.2f}",
                 f"{100 * b['repeated_trigrams']:.2f}%",
@@ -149,7 +150,7 @@ def nmt_section(
             (
                 "Greedy BLEU and chrF by source length in words (verses per "
                 f"bucket: {counts}).",
-                _png(fig),
+                figure_png(fig),
             )
         )
         note = _bucket_verdict(runs, evals, buckets)
@@ -170,7 +171,7 @@ def nmt_section(
                 (
                     f"Attention of {r} on test verse {h['id']} (greedy output; rows "
                     "are output subwords, columns source subwords).",
-                    _png(fig),
+                    figure_png(fig),
                 )
             )
     if curves:
@@ -197,7 +198,7 @@ def nmt_section(
                 "(nmt.common.valid_bleu_sentences) against training minutes "
                 "(validation time excluded); the dashed line is the copy-source "
                 "baseline on the same verses.",
-                _png(fig),
+                figure_png(fig),
             )
         )
     trained = [r for r in runs if r != COPY]
@@ -254,7 +255,7 @@ def _copy_table(runs, evals):
             [
                 r,
                 _pct(b.get("source_word_share")),
-                _num(ptr.get("mean_p_gen"), 3),
+                num(ptr.get("mean_p_gen"), 3),
                 _pct(ptr.get("copied_token_share")),
                 _pct(b["repeated_trigrams"]),
             ]

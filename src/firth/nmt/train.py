@@ -1,5 +1,5 @@
 """Training of the translation models: teacher forcing, cross-entropy with optional
-label smoothing, AdamW with a linear warm-up then cosine decay (firth.lm.train.lr_at),
+label smoothing, AdamW with a linear warm-up then cosine decay (firth.schedule.lr_at),
 gradient-norm clipping, and ``evals_per_epoch`` validations per epoch.
 
 Batches hold about ``batch_tokens`` padded target tokens of similar length; each
@@ -32,11 +32,11 @@ from tqdm import tqdm
 
 from firth import distributed
 from firth.accel import Accel
-from firth.checkpoint import Checkpoint
+from firth.checkpoint import Checkpoint, rng_state, set_rng_state
 from firth.distributed import SINGLE, Group
-from firth.lm.train import _rng_state, _set_rng_state, lr_at
 from firth.nmt.data import PAD, decode, make_batch, token_batches
 from firth.nmt.decode import decode_corpus
+from firth.schedule import lr_at
 
 log = logging.getLogger(__name__)
 
@@ -216,7 +216,7 @@ def train(
         best_loss, best_state = saved["best_loss"], saved["best_state"]
         train_seconds, seen_tokens = saved["train_seconds"], saved["seen_tokens"]
         rng = saved["rng"][group.rank] if group.active else saved["rng"]
-        _set_rng_state(rng, device)
+        set_rng_state(rng, device)
         log.info("resumed at step %d of %d", step, total)
     log.info(
         "%d parameters; %d pairs in %d batches of <= %d tokens; %d steps, "
@@ -326,7 +326,7 @@ def train(
                 "" if bad else " best",
             )
             stop = bool(cfg.patience and bad >= cfg.patience)
-            rng = _rng_state(device)
+            rng = rng_state(device)
             if checkpoint and group.active:
                 rng = distributed.gather(rng, group)
             if checkpoint and group.main:

@@ -10,7 +10,8 @@ from collections import defaultdict
 import matplotlib.pyplot as plt
 
 from firth.audit.report import audit_sentence, contamination_table
-from firth.report import Section, _num, _png
+from firth.formatting import num
+from firth.report import Section, figure_png
 
 
 def _ms(s: dict | None, scale: float = 100.0, digits: int = 2) -> str:
@@ -88,9 +89,7 @@ def tagging_section(
                         _ms(s["accuracy"]),
                         _ms(s.get("oov_accuracy")),
                         _ms(s.get("invalid_bio_share")) if bio else "-",
-                        _num(sum(m["train_seconds"] for m in ms) / 60, 1)
-                        if ms
-                        else "-",
+                        num(sum(m["train_seconds"] for m in ms) / 60, 1) if ms else "-",
                         ", ".join(str(m["best_epoch"]) for m in ms) if ms else "-",
                     ]
                 )
@@ -310,7 +309,7 @@ def _curves_figure(runs, evals, train, curves) -> bytes | None:
         ax.set_ylabel("valid entity F1" if bio else "valid accuracy")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    return _png(fig)
+    return figure_png(fig)
 
 
 def _examples_table(runs, evals):

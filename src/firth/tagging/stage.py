@@ -29,7 +29,7 @@ class Run:
 def setup(root: Path, params: Path, data: str, head: str) -> Run:
     """Check that ``data`` and ``head`` are in the ``tagger`` section and that the
     data is a tagged source; set the threads; pick the device."""
-    cfg, _ = load_sections("tagger", params)
+    cfg, _ = load_sections("tagger", params, schema=Tagger)
     for key, value, allowed in (
         ("data", data, cfg.data),
         ("heads", head, cfg.heads),

@@ -22,8 +22,7 @@ import torch
 from tqdm import tqdm
 
 from firth.accel import Accel
-from firth.checkpoint import Checkpoint
-from firth.lm.train import _rng_state, _set_rng_state
+from firth.checkpoint import Checkpoint, rng_state, set_rng_state
 from firth.tagging.data import UNK, Encoded, Vocab, length_batches, make_batch
 from firth.tagging.evaluate import headline, scores
 
@@ -89,7 +88,7 @@ def train(
         opt.load_state_dict(saved["optimizer"])
         epoch, bad, history = saved["epoch"], saved["bad"], saved["history"]
         best, best_state, seconds = saved["best"], saved["best_state"], saved["seconds"]
-        _set_rng_state(saved["rng"], device)
+        set_rng_state(saved["rng"], device)
         log.info("%s: resumed after epoch %d", desc, epoch)
     n = len(train_data.words)
     done = bool(saved and saved.get("stopped"))
@@ -171,7 +170,7 @@ def train(
                     "best_state": best_state,
                     "seconds": seconds,
                     "stopped": done,
-                    "rng": _rng_state(device),
+                    "rng": rng_state(device),
                 }
             )
         if stop_after is not None and len(history) >= stop_after and not done:
