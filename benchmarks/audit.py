@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import sys
 import time
@@ -23,6 +24,9 @@ from pathlib import Path
 from common import in_fresh_process, machine, write_result
 
 ROOT = Path(__file__).resolve().parents[1]
+# the data and params a benchmark reads: a profile project (FIRTH_PROJECT, e.g.
+# profiles/full, as the make targets set it) or the root's default
+PROJECT = Path(os.environ.get("FIRTH_PROJECT", ROOT))
 sys.path.insert(0, str(ROOT / "src"))
 
 
@@ -67,11 +71,11 @@ def _scan(spec: dict, near: bool, queue) -> None:
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--params", default=str(ROOT / "params.yaml"))
+    p.add_argument("--params", default=str(PROJECT / "params.yaml"))
     p.add_argument(
-        "--test", default=str(ROOT / "data/subsampled/tagged/wnut16/test.conll")
+        "--test", default=str(PROJECT / "data/subsampled/tagged/wnut16/test.conll")
     )
-    p.add_argument("--corpus", default=str(ROOT / "data/subsampled/text/train.txt"))
+    p.add_argument("--corpus", default=str(PROJECT / "data/subsampled/text/train.txt"))
     p.add_argument("--passes", type=int, default=3, help="reads of the corpus")
     p.add_argument("--out", default=str(ROOT / "benchmarks/results/audit.json"))
     args = p.parse_args(argv)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import resource
 import statistics
@@ -27,6 +28,9 @@ from pathlib import Path
 from common import in_fresh_process, machine, write_result
 
 ROOT = Path(__file__).resolve().parents[1]
+# the data and params a benchmark reads: a profile project (FIRTH_PROJECT, e.g.
+# profiles/full, as the make targets set it) or the root's default
+PROJECT = Path(os.environ.get("FIRTH_PROJECT", ROOT))
 sys.path.insert(0, str(ROOT / "src"))
 
 TEXT8_TOKENS = 17_005_207  # text8, the full-scale profile (README)
@@ -56,7 +60,7 @@ def _one(
         corpus, min_count=c.min_count, max_sentence_len=c.max_sentence_len
     )
     out = train_method(method, data, sentences, cfg, seed=seed, progress=False)
-    raw = ROOT / "data" / "raw" / "eval"
+    raw = PROJECT / "data" / "raw" / "eval"
     ana = evaluate_analogies(
         out.embedding,
         read_analogies(raw / "analogy-google" / "questions-words.txt"),
@@ -114,8 +118,8 @@ def summarise(rows: list[dict]) -> dict:
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--corpus", default=str(ROOT / "data/subsampled/text/train.txt"))
-    p.add_argument("--params", default=str(ROOT / "params.yaml"))
+    p.add_argument("--corpus", default=str(PROJECT / "data/subsampled/text/train.txt"))
+    p.add_argument("--params", default=str(PROJECT / "params.yaml"))
     p.add_argument(
         "--methods",
         nargs="+",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import sys
 import time
@@ -22,6 +23,9 @@ from pathlib import Path
 from common import in_fresh_process, machine, write_result
 
 ROOT = Path(__file__).resolve().parents[1]
+# the data and params a benchmark reads: a profile project (FIRTH_PROJECT, e.g.
+# profiles/full, as the make targets set it) or the root's default
+PROJECT = Path(os.environ.get("FIRTH_PROJECT", ROOT))
 sys.path.insert(0, str(ROOT / "src"))
 
 
@@ -92,7 +96,7 @@ def _neural(family: str, args: dict, queue) -> None:
         train_lines,
         unit=c.unit,
         min_count=c.min_count,
-        tokenizer=ROOT / "data/tokenizers/text/tokenizer.json",
+        tokenizer=PROJECT / "data/tokenizers/text/tokenizer.json",
     )
     stream = encode_stream(vocab, train_lines)
     x, y = batchify(stream, c.batch)
@@ -153,13 +157,13 @@ def _neural(family: str, args: dict, queue) -> None:
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--train", default=str(ROOT / "data/subsampled/text/train.txt"))
-    p.add_argument("--test", default=str(ROOT / "data/subsampled/text/test.txt"))
+    p.add_argument("--train", default=str(PROJECT / "data/subsampled/text/train.txt"))
+    p.add_argument("--test", default=str(PROJECT / "data/subsampled/text/test.txt"))
     p.add_argument("--orders", nargs="*", type=int, default=[3, 5])
     p.add_argument(
         "--families", nargs="*", default=["ffnn", "elman", "lstm", "gru", "transformer"]
     )
-    p.add_argument("--params", default=str(ROOT / "params.yaml"))
+    p.add_argument("--params", default=str(PROJECT / "params.yaml"))
     p.add_argument("--device", default="cpu", help="cpu | cuda | auto")
     p.add_argument(
         "--precision", default="fp32", help="training: fp32 | tf32 | bf16 | auto"

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import sys
 import time
@@ -28,6 +29,9 @@ from pathlib import Path
 from common import in_fresh_process, machine, write_result
 
 ROOT = Path(__file__).resolve().parents[1]
+# the data and params a benchmark reads: a profile project (FIRTH_PROJECT, e.g.
+# profiles/full, as the make targets set it) or the root's default
+PROJECT = Path(os.environ.get("FIRTH_PROJECT", ROOT))
 sys.path.insert(0, str(ROOT / "src"))
 
 
@@ -68,9 +72,9 @@ def _bench(run: str, spec: dict, queue) -> None:
         key="--device",
     )
     device = accel.device
-    tok = load_tokenizer(ROOT / "data/tokenizers/parallel/tokenizer.json")
-    tr = read_pairs(ROOT / "data/subsampled/parallel/train.tsv")
-    te = read_pairs(ROOT / "data/subsampled/parallel/test.tsv")
+    tok = load_tokenizer(PROJECT / "data/tokenizers/parallel/tokenizer.json")
+    tr = read_pairs(PROJECT / "data/subsampled/parallel/train.tsv")
+    te = read_pairs(PROJECT / "data/subsampled/parallel/test.tsv")
     r = cfg.runs[run]
     if r.pointer:  # unknown source spans get copyable ids
         ext = encode_extended(tok, tr.source, tr.target)
@@ -105,7 +109,7 @@ def _bench(run: str, spec: dict, queue) -> None:
         if i >= 2:  # the first steps warm up allocators and kernels
             seconds += time.perf_counter() - t0
             tokens += b.tokens
-    weights = ROOT / "data" / "nmt" / run / "model.pt"
+    weights = PROJECT / "data" / "nmt" / run / "model.pt"
     trained = weights.exists()
     if trained:
         model.load_state_dict(torch.load(weights, weights_only=True))
@@ -196,7 +200,7 @@ def _bench(run: str, spec: dict, queue) -> None:
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--params", default=str(ROOT / "params.yaml"))
+    p.add_argument("--params", default=str(PROJECT / "params.yaml"))
     p.add_argument("--runs", nargs="*", default=None, help="default: every nmt run")
     p.add_argument("--device", default="cpu", help="cpu | cuda | auto")
     p.add_argument("--steps", type=int, default=20, help="timed training steps")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import resource
 import sys
@@ -29,6 +30,9 @@ from pathlib import Path
 from common import in_fresh_process, machine, write_result
 
 ROOT = Path(__file__).resolve().parents[1]
+# the data and params a benchmark reads: a profile project (FIRTH_PROJECT, e.g.
+# profiles/full, as the make targets set it) or the root's default
+PROJECT = Path(os.environ.get("FIRTH_PROJECT", ROOT))
 sys.path.insert(0, str(ROOT / "src"))
 
 
@@ -65,9 +69,9 @@ def _bench(run: str, spec: dict, queue) -> None:
     if c.threads:
         torch.set_num_threads(c.threads)
     device = resolve_device(spec["device"])
-    data = ROOT / "data" / "subsampled" / "tagged" / data_name
+    data = PROJECT / "data" / "subsampled" / "tagged" / data_name
     train = read_split(data / "train.conll")
-    folder = ROOT / "data" / "taggers" / run / f"seed-{cfg.seeds[0]}"
+    folder = PROJECT / "data" / "taggers" / run / f"seed-{cfg.seeds[0]}"
     weights = folder / "random.pt"
     vocab = Vocab.build(train)
     if (folder / "vocab-random.json").exists():
@@ -174,7 +178,7 @@ def _split_run(cfg, run: str) -> tuple[str, str]:
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--params", default=str(ROOT / "params.yaml"))
+    p.add_argument("--params", default=str(PROJECT / "params.yaml"))
     p.add_argument("--runs", nargs="*", default=None, help="default: every run")
     p.add_argument("--device", default="cpu", help="cpu | cuda | auto")
     p.add_argument("--steps", type=int, default=40, help="timed training batches")

@@ -12,6 +12,7 @@ import yaml
 
 from firth import runner
 from firth.config import load_sections
+from firth.findings import findings, findings_section
 from firth.io import atomic_path, read_json, write_text
 from firth.nli.report import nli_section
 from firth.nmt.report import nmt_section
@@ -149,6 +150,25 @@ def _not_run(params: dict, keys: list[str], stage: str) -> str:
                 "stage; list runs there to enable it."
             )
     return f"configured, but no results yet: run `dvc repro {stage}`."
+
+
+def _budget(params: dict) -> str:
+    """The profile's budgets in one sentence, for the findings' verdicts."""
+    sub = params.get("subsample", {})
+
+    def amount(value, unit: str) -> str:
+        return f"all {unit}" if not value else f"{value:,} {unit}"
+
+    return (
+        "Budgets of this profile: "
+        f"{amount(sub.get('text', {}).get('max_train_tokens'), 'training tokens')} "
+        "for the word vectors and language models, "
+        f"{amount(sub.get('parallel', {}).get('max_train_pairs'), 'training pairs')} "
+        "for translation, "
+        f"{amount(sub.get('tagged', {}).get('max_train_sentences'), 'sentences')} "
+        "per tagging training set (`subsample` in params.yaml; the other budgets "
+        "are in each card's Settings table)."
+    )
 
 
 def body(args) -> None:
@@ -306,6 +326,8 @@ def body(args) -> None:
         sections.append(
             partial_input_section(evals, lm_runs[1], nmt_runs[1], tag_evals, nli_evals)
         )
+    found = findings(emb=evals, lm=lm_runs[1], nmt=nmt_runs[1], tagging=tag_evals)
+    sections.insert(0, findings_section(found, budget_note=_budget(params)))
     meta = {
         "code revision": revision,
         "seed": str(seed),

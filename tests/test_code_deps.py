@@ -137,3 +137,36 @@ def test_no_module_imports_another_modules_private_names():
                 if private:
                     offenders.append(f"{path.relative_to(ROOT)}: {private}")
     assert not offenders, offenders
+
+
+@pytest.mark.parametrize("project", PROFILES, ids=lambda p: p.name)
+def test_profile_projects_are_generated_from_the_root_dvc_yaml(project):
+    """A profile project runs the same DAG: its dvc.yaml is the root one with the
+    code reached through ../../ (`firth deps --write` regenerates it)."""
+    from firth.code_deps import for_project, prefix_of
+
+    root_text = (ROOT / "dvc.yaml").read_text(encoding="utf-8")
+    want = for_project(root_text, prefix=prefix_of(ROOT, project))
+    assert (project / "dvc.yaml").read_text(encoding="utf-8") == want, (
+        f"{project}/dvc.yaml is stale: run `firth deps --write`"
+    )
+    assert (project / ".dvc" / "config").exists()  # its own DVC project
+    assert (project / "params.yaml").exists()
+
+
+def test_for_project_prefixes_code_only():
+    from firth.code_deps import for_project
+
+    text = (
+        "stages:\n  s:\n    cmd: python stages/r.py --benchmarks benchmarks/results\n"
+        "    deps:\n      - src/firth/a.py\n      - data/x\n"
+        "      - benchmarks/results\n"
+        "    outs:\n      - reports/index.md\n"
+    )
+    out = for_project(text, prefix="../../")
+    assert "cmd: python ../../stages/r.py --benchmarks ../../benchmarks/results" in out
+    assert (
+        "- ../../src/firth/a.py\n      - data/x\n      - ../../benchmarks/results"
+        in out
+    )
+    assert "      - reports/index.md\n" in out

@@ -7,8 +7,11 @@ from firth.config import check_top_level, load_section, load_sources
 from firth.errors import ConfigError
 from stages import subsample as subsample_stage
 
-
 SCHEMAS = all_sections()
+PROFILES = [
+    *(ROOT / "profiles").glob("*.yaml"),
+    *(ROOT / "profiles").glob("*/params.yaml"),
+]
 
 
 def write_params(tmp_path, mutate):
@@ -30,7 +33,7 @@ def test_default_params_are_valid():
         "report",
     ):
         load_section(name, ROOT / "params.yaml")
-    for profile in (ROOT / "profiles").glob("*.yaml"):
+    for profile in PROFILES:
         check_top_level(profile)
         load_section("subsample", profile)
 
@@ -95,7 +98,7 @@ def test_cli_check_params(tmp_path):
 def test_seed_lists_are_checked(tmp_path):
     """Every embedding method has its own non-empty list of distinct seeds; the
     tagger and NLI matrices reject a repeated value."""
-    for profile in (ROOT / "params.yaml", *(ROOT / "profiles").glob("*.yaml")):
+    for profile in (ROOT / "params.yaml", *PROFILES):
         for name in ("embeddings", "tagger", "nli", "evaluate_nli"):
             load_section(name, profile, schema=SCHEMAS[name])
     cases = [

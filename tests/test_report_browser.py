@@ -9,10 +9,12 @@ from conftest import ROOT
 pytestmark = needs_browser
 
 
-def test_committed_report_renders_every_figure():
-    n = assert_every_figure_rendered(
-        ROOT / "reports" / "index.html", ROOT / "reports" / "index.md"
-    )
+@pytest.mark.parametrize(
+    "reports", [ROOT / "reports", ROOT / "profiles" / "full" / "reports"], ids=str
+)
+def test_committed_report_renders_every_figure(reports):
+    """The default profile's page and the full profile's."""
+    n = assert_every_figure_rendered(reports / "index.html", reports / "index.md")
     assert n >= 10  # curves, gradient flow, BLEU by length, heatmaps, trade-off, ...
 
 

@@ -277,7 +277,7 @@ def render_markdown(
             out.append("|" + "---|" * len(head))
             out += ["| " + " | ".join(r) + " |" for r in rows]
             out.append("")
-        for caption, png in sec.figures:
+        for caption, _png in sec.figures:
             out += [f"![{caption}]({figure_paths[caption]})", ""]
     return "\n".join(out)
 

@@ -1,0 +1,184 @@
+"""The front door, measured: clone the repository to a temporary folder and time
+`make run` there (creating .venv included), then a second `dvc repro` (it must run
+no stage), then `make test` in another fresh clone, as CI runs it.
+
+Writes benchmarks/results/front_door.json: seconds per DVC stage (from the moment
+DVC starts it to the moment the next one starts or the command ends), the set-up
+time before the first stage, each command's total, its peak RSS (the largest
+process of the command's tree, from wait4), and the test summary with the slowest
+tests. Usage (about 50 minutes on 2 cores; nothing else should run meanwhile):
+
+    python benchmarks/front_door.py                 # both commands
+    python benchmarks/front_door.py --skip-test     # make run and the no-op only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import machine, write_result  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+STAGE = re.compile(r"Running stage '([^']+)'")
+SUMMARY = re.compile(r"^=*\s*(\d+ (passed|failed).*?)\s*=*$")
+
+
+def timed(cmd: list[str], cwd: Path, log: Path, env: dict) -> dict:
+    """Run ``cmd``, stream its output to ``log`` with the time of each line, and
+    return the total seconds, the start time of each DVC stage, and the peak RSS."""
+    start = time.monotonic()
+    starts: list[tuple[str, float]] = []
+    lines = []
+    with log.open("w") as sink:
+        proc = subprocess.Popen(
+            cmd,
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            bufsize=1,
+        )
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            now = time.monotonic() - start
+            sink.write(f"{now:9.2f} {line}")
+            sink.flush()
+            lines.append(line.rstrip("\n"))
+            match = STAGE.search(line)
+            if match:
+                starts.append((match.group(1), now))
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    total = time.monotonic() - start
+    stages = [
+        {
+            "stage": name,
+            "seconds": round(
+                (starts[i + 1][1] if i + 1 < len(starts) else total) - t, 2
+            ),
+        }
+        for i, (name, t) in enumerate(starts)
+    ]
+    return {
+        "command": " ".join(cmd),
+        "exit_code": proc.returncode,
+        "seconds": round(total, 1),
+        "setup_seconds": round(starts[0][1], 1) if starts else None,
+        "stages": stages,
+        "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),  # KiB on Linux
+        "tail": lines[-5:],
+    }
+
+
+def fresh_clone(where: Path, name: str) -> Path:
+    path = where / name
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(path)], check=True)
+    return path
+
+
+def environment() -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VIRTUAL_ENV")}
+    # the clone must set up its own .venv: drop this checkout's from PATH
+    env["PATH"] = os.pathsep.join(
+        p for p in env["PATH"].split(os.pathsep) if ".venv" not in p
+    )
+    env["DVC_NO_ANALYTICS"] = "1"
+    return env
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--skip-test", action="store_true", help="time make run only")
+    p.add_argument("--skip-run", action="store_true", help="time make test only")
+    p.add_argument(
+        "--out", type=Path, default=ROOT / "benchmarks/results/front_door.json"
+    )
+    p.add_argument("--keep", action="store_true", help="keep the clones (path printed)")
+    p.add_argument(
+        "--merge",
+        action="store_true",
+        help="keep the other command's result from an earlier --out file",
+    )
+    args = p.parse_args()
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    result: dict = {
+        "machine": machine(),
+        "commit": head,
+        "note": "fresh `git clone` of the commit (uncommitted changes are not in it)"
+        + ("; the checkout had uncommitted changes" if dirty else ""),
+    }
+    if args.merge and args.out.exists():
+        earlier = json.loads(args.out.read_text())
+        for key in ("make_run", "repro_again", "make_test"):
+            if key in earlier:
+                result[key] = {**earlier[key], "commit": earlier.get("commit")}
+    tmp = Path(tempfile.mkdtemp(prefix="firth-front-door-"))
+    logs = args.out.parent / "front_door_logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    env = environment()
+    try:
+        if not args.skip_run:
+            clone = fresh_clone(tmp, "run")
+            run = timed(["make", "run"], clone, logs / "make_run.log", env)
+            result["make_run"] = run
+            result.pop("repro_again", None)
+            print(f"make run: {run['seconds']:.0f} s, exit {run['exit_code']}")
+            if run["exit_code"] == 0:
+                again = timed(
+                    [str(clone / ".venv/bin/dvc"), "repro"],
+                    clone,
+                    logs / "repro_again.log",
+                    env,
+                )
+                again["noop"] = not again["stages"] and again["exit_code"] == 0
+                result["repro_again"] = again
+                print(
+                    f"dvc repro again: {again['seconds']:.1f} s, no-op {again['noop']}"
+                )
+        if not args.skip_test:
+            clone = fresh_clone(tmp, "test")
+            test_env = dict(env, PYTEST_ADDOPTS="--durations=15")
+            test = timed(["make", "test"], clone, logs / "make_test.log", test_env)
+            text = (logs / "make_test.log").read_text()
+            summary = [
+                m.group(1)
+                for line in text.splitlines()
+                if (m := SUMMARY.match(line.split(" ", 1)[-1].strip()))
+            ]
+            test["summary"] = summary[-1] if summary else None
+            test["slowest"] = [
+                line.split(" ", 1)[-1].strip()
+                for line in text.splitlines()
+                if re.search(r"\d+\.\d+s (call|setup|teardown) ", line)
+            ]
+            result["make_test"] = test
+            print(f"make test: {test['seconds']:.0f} s, {test['summary']}")
+    finally:
+        if args.keep:
+            print(f"clones kept in {tmp}")
+        else:
+            subprocess.run(["rm", "-rf", str(tmp)], check=False)
+    write_result(args.out, result)
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,64 @@
+"""The profiles side by side: the committed default and full results compare with
+`firth compare` (report folders), and the full profile is a project of its own."""
+
+import json
+
+from conftest import ROOT
+from typer.testing import CliRunner
+
+from firth.cli import app
+
+
+def test_firth_compare_shows_default_against_full(tmp_path):
+    out = tmp_path / "compare.json"
+    result = CliRunner().invoke(
+        app,
+        [
+            "compare",
+            str(ROOT / "reports"),
+            str(ROOT / "profiles" / "full" / "reports"),
+            "--repo",
+            str(ROOT),
+            "--show",
+            "all",
+            "--json",
+            str(out),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    rows = json.loads(out.read_text())["metrics"]
+    budget = {
+        r["key"]: r for r in rows if r["path"] == "reports/data/subsample_text.json"
+    }
+    # the default trains on a subsample, the full profile on everything (0)
+    assert budget["train.budget"]["old"] > 0 and budget["train.budget"]["new"] == 0
+    ppl = {
+        r["path"]: r
+        for r in rows
+        if r["key"] == "test.perplexity" and r["path"].startswith("reports/lm/")
+    }
+    assert "reports/lm/kn5/eval.json" in ppl
+    assert all(r["old"] is not None and r["new"] is not None for r in ppl.values())
+
+
+def test_the_full_profile_keeps_the_canon_budgets():
+    import yaml
+
+    full = yaml.safe_load((ROOT / "profiles/full/params.yaml").read_text())
+    default = yaml.safe_load((ROOT / "params.yaml").read_text())
+    assert full["subsample"]["text"]["max_train_tokens"] == 0
+    assert full["subsample"]["parallel"]["max_train_pairs"] == 0
+    # the default keeps every task: the same sections, LM families and NMT models
+    assert set(full) == set(default)
+    fam = {r["family"] for r in default["lm"]["runs"].values()}
+    assert fam == {r["family"] for r in full["lm"]["runs"].values()}
+    models = {
+        (r["model"], r.get("pointer", False)) for r in default["nmt"]["runs"].values()
+    }
+    assert models == {
+        (r["model"], r.get("pointer", False)) for r in full["nmt"]["runs"].values()
+    }
+    assert default["tagger"]["heads"] == full["tagger"]["heads"]
+    assert default["tagger"]["data"] == full["tagger"]["data"]
+    assert all(len(s) >= 2 for s in default["embeddings"]["seeds"].values())
+    assert len(default["tagger"]["seeds"]) >= 2
