@@ -80,6 +80,21 @@ def timed(cmd: list[str], cwd: Path, log: Path, env: dict) -> dict:
     }
 
 
+def test_summary(log: str) -> dict:
+    """pytest's closing line and its slowest tests, from a timed log (each line
+    starts with the seconds since the command began)."""
+    lines = [line.strip().split(" ", 1)[-1].strip() for line in log.splitlines()]
+    summary = [m.group(1) for line in lines if (m := SUMMARY.match(line))]
+    return {
+        "summary": summary[-1] if summary else None,
+        "slowest": [
+            line
+            for line in lines
+            if re.match(r"\d+\.\d+s (call|setup|teardown) ", line)
+        ],
+    }
+
+
 def fresh_clone(where: Path, name: str) -> Path:
     path = where / name
     subprocess.run(["git", "clone", "-q", str(ROOT), str(path)], check=True)
@@ -158,17 +173,7 @@ def main() -> None:
             test_env = dict(env, PYTEST_ADDOPTS="--durations=15")
             test = timed(["make", "test"], clone, logs / "make_test.log", test_env)
             text = (logs / "make_test.log").read_text()
-            summary = [
-                m.group(1)
-                for line in text.splitlines()
-                if (m := SUMMARY.match(line.split(" ", 1)[-1].strip()))
-            ]
-            test["summary"] = summary[-1] if summary else None
-            test["slowest"] = [
-                line.split(" ", 1)[-1].strip()
-                for line in text.splitlines()
-                if re.search(r"\d+\.\d+s (call|setup|teardown) ", line)
-            ]
+            test.update(test_summary(text))
             result["make_test"] = test
             print(f"make test: {test['seconds']:.0f} s, {test['summary']}")
     finally:
