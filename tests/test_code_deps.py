@@ -16,9 +16,15 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from firth.code_deps import closure, imported_modules, mismatches
+from firth.code_deps import (
+    closure,
+    imported_modules,
+    mismatches,
+    prefix_of,
+    profile_projects,
+)
 
-PROFILES = sorted(p.parent for p in (ROOT / "profiles").glob("*/dvc.yaml"))
+PROFILES = profile_projects(ROOT)
 
 
 def _stages(project: Path):
@@ -40,7 +46,7 @@ def test_dvc_yaml_code_deps_equal_the_import_closure():
 
 @pytest.mark.parametrize("project", PROFILES, ids=lambda p: p.name)
 def test_profile_projects_code_deps_equal_the_import_closure(project):
-    prefix = "../" * len(project.relative_to(ROOT).parts)
+    prefix = prefix_of(ROOT, project)
     stages = _stages(project)
     assert stages, f"{project}: no stage"
     problems = mismatches(ROOT, stages, prefix=prefix)
@@ -143,7 +149,7 @@ def test_no_module_imports_another_modules_private_names():
 def test_profile_projects_are_generated_from_the_root_dvc_yaml(project):
     """A profile project runs the same DAG: its dvc.yaml is the root one with the
     code reached through ../../ (`firth deps --write` regenerates it)."""
-    from firth.code_deps import for_project, prefix_of
+    from firth.code_deps import for_project
 
     root_text = (ROOT / "dvc.yaml").read_text(encoding="utf-8")
     want = for_project(root_text, prefix=prefix_of(ROOT, project))

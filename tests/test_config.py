@@ -121,3 +121,11 @@ def test_a_task_section_needs_its_schema():
         load_section("nmt", ROOT / "params.yaml")
     with pytest.raises(ConfigError, match="unknown section 'nmtt'.*evaluate_nmt"):
         load_section("nmtt", ROOT / "params.yaml")
+
+
+def test_every_task_section_has_its_schema_in_the_cli():
+    """check-params validates every section: the CLI's mapping names exactly the
+    core sections and the task sections firth.config lists."""
+    from firth.config import DOMAIN_SECTIONS, SECTIONS
+
+    assert set(SCHEMAS) == set(SECTIONS) | set(DOMAIN_SECTIONS)

@@ -122,6 +122,15 @@ def is_code(path: str) -> bool:
     )
 
 
+def _code_path(path: str, prefix: str) -> str | None:
+    """The repo-relative path of a dep written from a project ``prefix`` below the
+    root, when it is project code; None for data, reports and other paths."""
+    if not path.startswith(prefix):
+        return None
+    rel = path[len(prefix) :]
+    return rel if is_code(rel) else None
+
+
 def mismatches(
     root: Path, stages: Iterable[tuple[str, str, Iterable[str]]], *, prefix: str = ""
 ) -> list[str]:
@@ -135,16 +144,11 @@ def mismatches(
     cache: dict[str, list[str]] = {}
     for name, cmd, deps in stages:
         script = script_of(cmd)
-        if prefix and script.startswith(prefix):
-            script = script[len(prefix) :]
+        script = _code_path(script, prefix) or script
         if script not in cache:
             cache[script] = closure(root, script)
         want = set(cache[script])
-        have = {
-            d[len(prefix) :]
-            for d in deps
-            if d.startswith(prefix) and is_code(d[len(prefix) :])
-        }
+        have = {c for d in deps if (c := _code_path(d, prefix)) is not None}
         missing, extra = sorted(want - have), sorted(have - want)
         if missing or extra:
             parts = []
@@ -177,7 +181,7 @@ def rewrite(text: str, root: Path, *, prefix: str = "") -> str:
         cmd = _CMD.match(line)
         if cmd:
             script = script_of(cmd.group(1))
-            script = script[len(prefix) :] if script.startswith(prefix) else script
+            script = _code_path(script, prefix) or script
         deps = _DEPS.match(line)
         out.append(line)
         i += 1
@@ -196,9 +200,7 @@ def rewrite(text: str, root: Path, *, prefix: str = "") -> str:
             i += 1
         if indent is None:
             raise FirthError(f"dvc.yaml line {i}: 'deps:' with no list under it")
-        data = [
-            d for d in items if not (d.startswith(prefix) and is_code(d[len(prefix) :]))
-        ]
+        data = [d for d in items if _code_path(d, prefix) is None]
         code = [prefix + c for c in closure(root, script)]
         out.extend(f"{indent}- {d}\n" for d in code + data)
     return "".join(out)
