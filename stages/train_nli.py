@@ -29,7 +29,7 @@ from firth.nli.stage import setup
 from firth.nli.train import train
 
 log = logging.getLogger("train_nli")
-CURVE = ["epoch", "train_loss", "valid_accuracy", "train_seconds"]
+CURVE = ["step", "epoch", "lr", "train_loss", "valid_accuracy", "train_seconds"]
 
 
 def body(args) -> None:

@@ -41,7 +41,6 @@ CURVE = [
     "valid_perplexity",
     "valid_bleu",
     "train_seconds",
-    "train_minutes",
 ]
 
 

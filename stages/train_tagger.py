@@ -32,7 +32,16 @@ from firth.tagging.stage import setup, vectors_dir
 from firth.tagging.train import train
 
 log = logging.getLogger("train_tagger")
-CURVE = ["init", "seed", "epoch", "train_loss", "valid_score", "train_seconds"]
+CURVE = [
+    "init",
+    "seed",
+    "step",
+    "epoch",
+    "lr",
+    "train_loss",
+    "valid_score",
+    "train_seconds",
+]
 
 
 def body(args) -> None:

@@ -224,7 +224,8 @@ def test_killed_training_resumes_to_the_same_weights(tmp_path):
 
     full = run()
     ckpt = Checkpoint(tmp_path / "c.pt", "k")
-    run(stop_after=1, ckpt=ckpt)
+    with pytest.raises(KeyboardInterrupt):
+        run(stop_after=1, ckpt=ckpt)
     resumed = run(ckpt=ckpt)
     assert [h["epoch"] for h in resumed.history] == [1, 2, 3]
     for k, v in full.best_state.items():

@@ -296,7 +296,8 @@ def test_killed_training_resumes_to_the_same_weights(tmp_path):
 
     ref, ref_result = run()
     ckpt = Checkpoint(tmp_path / "c.pt", "key")
-    run(stop_after=2, ckpt=ckpt)
+    with pytest.raises(KeyboardInterrupt):
+        run(stop_after=2, ckpt=ckpt)
     resumed, result = run(ckpt=Checkpoint(tmp_path / "c.pt", "key"))
     for k, t in ref.state_dict().items():
         assert torch.equal(t, resumed.state_dict()[k]), k

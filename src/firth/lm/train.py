@@ -1,14 +1,13 @@
 """Training and scoring of the neural language models.
 
-Training reads ``batch`` contiguous streams in order, ``bptt`` tokens per step
-(truncated backpropagation through time: the state is carried across segments and
-detached; a new epoch starts from a fresh state). AdamW, gradient-norm clipping,
-a linear warm-up then cosine decay of the learning rate over the planned steps, and
-``evals_per_epoch`` validations per epoch. Each validation saves a checkpoint with
-the whole training state (weights, optimiser, carried state, random generators,
-history), so a killed run resumes where it stopped and ends with the same weights;
-the best weights on valid are kept, and ``patience`` validations without a new best
-stop the run (early stopping; 0 = never).
+Training (firth.training.fit) reads ``batch`` contiguous streams in order,
+``bptt`` tokens per step (truncated backpropagation through time: the state is
+carried across segments and detached; a new epoch starts from a fresh state).
+AdamW, gradient-norm clipping, a linear warm-up then cosine decay of the learning
+rate over the planned steps, and ``evals_per_epoch`` validations per epoch, each
+saving a checkpoint (the carried state included): a killed run resumes where it
+stopped and ends with the same weights. The best weights on valid are kept;
+``patience`` validations without a new best stop the run (0 = never).
 
 On several processes (torch DDP under torchrun, firth.distributed) each rank
 trains ``batch / processes`` of the streams (the global batch stays ``batch``
@@ -18,22 +17,18 @@ carried state and random generators of every rank included).
 
 from __future__ import annotations
 
-import copy
 import logging
 import math
-import time
-from dataclasses import dataclass, field
 
 import torch
-from tqdm import tqdm
 
 from firth import distributed
 from firth.accel import Accel
-from firth.checkpoint import Checkpoint, rng_state, set_rng_state
+from firth.checkpoint import Checkpoint
 from firth.distributed import SINGLE, Group
 from firth.lm.data import batchify, eval_layout
 from firth.lm.models import LanguageModel
-from firth.schedule import lr_at
+from firth.training import Plan, Result, fit
 
 log = logging.getLogger(__name__)
 
@@ -73,18 +68,64 @@ def score(
     return nll, int((y >= 0).sum())
 
 
-@dataclass
-class TrainResult:
-    best_state: dict
-    history: list[dict] = field(default_factory=list)
-    stats: dict = field(default_factory=dict)
-
-
 def _state_to(state, device):
     """A carried state (a tensor, or a tuple of them for the LSTM) on ``device``."""
     if isinstance(state, tuple):
         return tuple(s.to(device) for s in state)
     return state.to(device)
+
+
+class LmTask:
+    """Truncated BPTT over this rank's streams for firth.training.fit: an epoch is
+    the streams read left to right, ``bptt`` tokens per step, the hidden state
+    carried across steps (detached) and reset at each epoch's start."""
+
+    def __init__(self, model, train_stream, valid_stream, cfg, *, accel, group):
+        self.model, self.valid_stream, self.cfg = model, valid_stream, cfg
+        self.accel, self.group = accel, group
+        x, y = batchify(train_stream, cfg.batch)
+        rows = distributed.shard(cfg.batch, group, what="lm.common.batch")
+        self.x, self.y = accel.to(x[rows]), accel.to(y[rows])
+        self.steps_per_epoch = math.ceil(self.x.shape[1] / cfg.bptt)
+        self.forward = None  # wrapped after fit moved the model to its device
+        self.state = None
+
+    def epoch_batches(self, epoch: int) -> range:
+        return range(0, self.x.shape[1], self.cfg.bptt)
+
+    def start_epoch(self) -> None:
+        self.state = self.model.init_state(self.x.shape[0], self.accel.device)
+
+    def loss(self, pos: int):
+        if self.forward is None:  # an adaptive-softmax tail may see no target
+            self.forward = distributed.wrap(
+                TrainStep(self.model),
+                self.group,
+                self.accel.device,
+                find_unused=bool(self.cfg.cutoffs),
+            )
+        xb = self.x[:, pos : pos + self.cfg.bptt]
+        yb = self.y[:, pos : pos + self.cfg.bptt]
+        lp, state = self.forward(xb, yb, self.state)
+        self.state = self.model.detach(state)
+        loss = -lp.mean()
+        return loss, loss.item() * yb.numel(), yb.numel()
+
+    def validate(self) -> tuple[float, dict]:
+        nll, n = score(
+            self.model,
+            self.valid_stream,
+            batch=self.cfg.eval_batch,
+            bptt=self.cfg.bptt,
+            device=self.accel.device,
+        )
+        return nll / n, {"valid_loss": nll / n, "valid_perplexity": math.exp(nll / n)}
+
+    def carried(self):
+        return _state_to(self.state, "cpu")
+
+    def restore(self, carried) -> None:
+        self.state = _state_to(carried, self.accel.device)
 
 
 def train(
@@ -98,184 +139,50 @@ def train(
     group: Group = SINGLE,
     checkpoint: Checkpoint | None = None,
     stop_after: int | None = None,
-) -> TrainResult:
+) -> Result:
     """Train ``model`` (built under ``seed``) with the ``lm.common`` settings ``cfg``
     on ``accel``'s device and precision, as one rank of ``group``. ``stop_after``
     (tests) stops after that many validations, as a kill would."""
-    device = accel.device
-    torch.manual_seed(seed + group.rank)  # dropout differs across ranks
-    accel.prepare(model)
-    # an adaptive-softmax tail may see no target in a step
-    step_fn = distributed.wrap(
-        TrainStep(model), group, device, find_unused=bool(cfg.cutoffs)
+    task = LmTask(model, train_stream, valid_stream, cfg, accel=accel, group=group)
+    per_epoch = task.steps_per_epoch
+    total = max(1, math.ceil(cfg.epochs * per_epoch))
+    plan = Plan(
+        steps=total,
+        steps_per_epoch=per_epoch,
+        eval_every=max(1, per_epoch // cfg.evals_per_epoch),
+        lr=cfg.lr,
+        optimizer="adamw",
+        weight_decay=cfg.weight_decay,
+        warmup=int(cfg.warmup * total),
+        clip=cfg.clip,
+        patience=cfg.patience,
     )
-    x, y = batchify(train_stream, cfg.batch)
-    rows = distributed.shard(cfg.batch, group, what="lm.common.batch")
-    x, y = accel.to(x[rows]), accel.to(y[rows])
-    local_batch = x.shape[0]
-    steps_per_epoch = math.ceil(x.shape[1] / cfg.bptt)
-    total = max(1, math.ceil(cfg.epochs * steps_per_epoch))
-    warmup = int(cfg.warmup * total)
-    eval_every = max(1, steps_per_epoch // cfg.evals_per_epoch)
-    opt = torch.optim.AdamW(
-        model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay
-    )
-    step, bad, history = 0, 0, []
-    best_loss, best_state = math.inf, None
-    state = model.init_state(local_batch, device)
-    train_nll, train_tokens, train_seconds = 0.0, 0, 0.0
-    saved = checkpoint.load() if checkpoint else None
-    if saved:
-        model.load_state_dict(saved["model"])
-        opt.load_state_dict(saved["optimizer"])
-        step, bad, history = saved["step"], saved["bad"], saved["history"]
-        best_loss, best_state = saved["best_loss"], saved["best_state"]
-        state = saved["state"]
-        if group.active:  # one carried state and generator per rank
-            state, saved["rng"] = state[group.rank], saved["rng"][group.rank]
-        state = _state_to(state, device)
-        train_seconds = saved["train_seconds"]
-        set_rng_state(saved["rng"], device)
-        log.info("resumed at step %d of %d", step, total)
     log.info(
-        "%d parameters; %d streams x %d tokens, %d steps/epoch, %d steps, "
-        "eval every %d%s",
-        sum(p.numel() for p in model.parameters()),
+        "%d streams x %d tokens%s",
         cfg.batch,
-        x.shape[1],
-        steps_per_epoch,
-        total,
-        eval_every,
-        f"; {local_batch} streams on each of {group.world} processes"
+        task.x.shape[1],
+        f"; {task.x.shape[0]} streams on each of {group.world} processes"
         if group.active
         else "",
     )
-    evals = 0
-    bar = tqdm(
-        total=total,
-        initial=step,
-        desc="train",
-        unit="step",
-        disable=None if group.main else True,
-        mininterval=5,
+    result = fit(
+        model,
+        task,
+        plan,
+        seed=seed,
+        accel=accel,
+        group=group,
+        checkpoint=checkpoint,
+        stop_after=stop_after,
     )
-    model.train()
-    while step < total:
-        pos = (step % steps_per_epoch) * cfg.bptt
-        if pos == 0:
-            state = model.init_state(local_batch, device)
-        xb, yb = x[:, pos : pos + cfg.bptt], y[:, pos : pos + cfg.bptt]
-        for g in opt.param_groups:
-            g["lr"] = lr_at(step, total, warmup, cfg.lr)
-        t0 = time.perf_counter()
-        with accel.autocast():
-            lp, state = step_fn(xb, yb, state)
-        loss = -lp.mean()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if cfg.clip:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
-        opt.step()
-        state = model.detach(state)
-        accel.synchronize()
-        train_seconds += time.perf_counter() - t0
-        train_nll += loss.item() * yb.numel()
-        train_tokens += yb.numel()
-        step += 1
-        bar.update(1)
-        # validate every eval_every steps, and at the end unless the last
-        # validation was under a quarter interval ago (then its weights stand)
-        last = history[-1]["step"] if history else 0
-        if step % eval_every == 0 or (step == total and step - last > eval_every // 4):
-            v_loss = None
-            if group.main:  # in fp32; the other ranks wait for the verdict
-                v_nll, v_tok = score(
-                    model,
-                    valid_stream,
-                    batch=cfg.eval_batch,
-                    bptt=cfg.bptt,
-                    device=device,
-                )
-                v_loss = v_nll / v_tok
-            v_loss = distributed.broadcast(v_loss, group)
-            train_nll, train_tokens = distributed.sum_floats(
-                [train_nll, train_tokens], group
-            )
-            row = {
-                "step": step,
-                "epoch": round(step / steps_per_epoch, 4),
-                "lr": lr_at(step - 1, total, warmup, cfg.lr),
-                "train_loss": train_nll / max(1, train_tokens),
-                "valid_loss": v_loss,
-                "valid_perplexity": math.exp(v_loss),
-                "train_seconds": round(train_seconds, 2),
-            }
-            history.append(row)
-            train_nll, train_tokens = 0.0, 0
-            if v_loss < best_loss:
-                best_loss, bad = v_loss, 0
-                best_state = {
-                    k: v.detach().to("cpu").clone()
-                    for k, v in model.state_dict().items()
-                }
-            else:
-                bad += 1
-            log.info(
-                "step %d/%d (epoch %.2f, %.0f tokens/s): train %.4f, valid %.4f "
-                "(ppl %.2f)%s",
-                step,
-                total,
-                row["epoch"],
-                step * cfg.batch * cfg.bptt / max(train_seconds, 1e-9),
-                row["train_loss"],
-                v_loss,
-                row["valid_perplexity"],
-                "" if bad else " best",
-            )
-            stop = bool(cfg.patience and bad >= cfg.patience)
-            carried, rng = state, rng_state(device)
-            if checkpoint and group.active:
-                carried = distributed.gather(_state_to(state, "cpu"), group)
-                rng = distributed.gather(rng, group)
-            if checkpoint and group.main:
-                checkpoint.save(
-                    {
-                        "model": model.state_dict(),
-                        "optimizer": opt.state_dict(),
-                        "step": total if stop else step,
-                        "bad": bad,
-                        "history": history,
-                        "best_loss": best_loss,
-                        "best_state": best_state,
-                        "state": carried,
-                        "train_seconds": train_seconds,
-                        "rng": rng,
-                    }
-                )
-            evals += 1
-            if stop:
-                log.info("early stop: %d validations without a new best", bad)
-                break
-            if stop_after is not None and evals >= stop_after:
-                bar.close()
-                raise KeyboardInterrupt("stop_after reached (test)")
-    bar.close()
-    tokens_trained = step * cfg.batch * cfg.bptt
-    return TrainResult(
-        best_state=copy.deepcopy(best_state),
-        history=history,
-        stats={
-            "steps": step,
-            "planned_steps": total,
-            "steps_per_epoch": steps_per_epoch,
-            "epochs_run": round(step / steps_per_epoch, 4),
-            "early_stopped": step < total,
-            "best_valid_loss": best_loss,
-            "best_valid_perplexity": math.exp(best_loss),
-            "train_seconds": round(train_seconds, 2),
-            "train_tokens_per_second": round(tokens_trained / max(train_seconds, 1e-9)),
-        },
-    )
+    result.extra = {
+        "best_valid_loss": result.best_score,
+        "best_valid_perplexity": math.exp(result.best_score),
+        "train_tokens_per_second": round(
+            result.steps * cfg.batch * cfg.bptt / max(result.seconds, 1e-9)
+        ),
+    }
+    return result
 
 
 @torch.no_grad()

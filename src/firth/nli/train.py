@@ -1,36 +1,26 @@
-"""Training and scoring of the NLI classifiers: Adam, gradient-norm clipping,
-cross-entropy, one pass over the shuffled training examples per epoch, validation
-accuracy after every epoch, early stopping after ``patience`` epochs without a new
-best (0 = never), the best weights kept. The epoch's order comes from (seed, epoch),
-the dropout masks from torch's generator, which each epoch's checkpoint carries: a
-killed run resumes to the same weights."""
+"""Training (firth.training.fit) and scoring of the NLI classifiers: Adam, gradient-norm
+clipping, cross-entropy, one pass over the shuffled training examples per epoch,
+validation accuracy after every epoch, early stopping after ``patience`` epochs
+without a new best (0 = never), the best weights kept. The epoch's order comes from
+(seed, epoch), the dropout masks from torch's generator, which each epoch's
+checkpoint carries: a killed run resumes to the same weights."""
 
 from __future__ import annotations
 
 import logging
 import random
-import time
 from collections import Counter
-from dataclasses import dataclass, field
 
 import torch
 from torch.nn import functional as F
-from tqdm import tqdm
 
 from firth.accel import Accel
 from firth.checkpoint import Checkpoint
-from firth.epochs import Progress
 from firth.nli.data import Encoded, batch
 from firth.sources.nli import LABELS
+from firth.training import Plan, Result, fit
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class TrainResult:
-    best_state: dict
-    history: list[dict] = field(default_factory=list)
-    stats: dict = field(default_factory=dict)
 
 
 def _order_by_length(data: Encoded, size: int) -> list[list[int]]:
@@ -96,6 +86,45 @@ def majority(train_labels: list[int]) -> int:
     return max(range(len(LABELS)), key=lambda k: (counts[k], -k))
 
 
+class NliTask:
+    """Shuffled example batches for firth.training.fit, cross-entropy, one
+    validation (accuracy) per epoch."""
+
+    def __init__(self, model, train_data: Encoded, valid_data: Encoded, cfg, *,
+                 seed, accel):  # fmt: skip
+        self.model, self.train_data, self.valid_data = model, train_data, valid_data
+        self.cfg, self.seed, self.accel = cfg, seed, accel
+
+    def epoch_batches(self, epoch: int) -> list[list[int]]:
+        n, size = len(self.train_data.label), self.cfg.batch
+        order = random.Random(self.seed * 1_000_003 + epoch).sample(range(n), n)
+        return [order[start : start + size] for start in range(0, n, size)]
+
+    def start_epoch(self) -> None:
+        pass
+
+    def loss(self, idx: list[int]):
+        b = {k: self.accel.to(v) for k, v in batch(self.train_data, idx).items()}
+        loss = F.cross_entropy(self.model(b), b["label"])
+        return loss, float(loss.detach()) * len(idx), len(idx)
+
+    def validate(self) -> tuple[float, dict]:
+        pred = predict(
+            self.model,
+            self.valid_data,
+            batch_size=self.cfg.batch * 4,
+            device=self.accel.device,
+        )
+        score = accuracy(self.valid_data.label, pred)
+        return score, {"valid_accuracy": score}
+
+    def carried(self) -> None:
+        return None
+
+    def restore(self, carried) -> None:
+        pass
+
+
 def train(
     model,
     train_data: Encoded,
@@ -107,59 +136,41 @@ def train(
     checkpoint: Checkpoint | None = None,
     stop_after: int | None = None,
     desc: str = "nli",
-) -> TrainResult:
+) -> Result:
     """Train ``model`` (built under ``seed``) with the ``nli`` settings ``cfg``
     on ``accel``'s device and precision (validation in fp32). ``stop_after`` (tests)
     stops after that many epochs, as a kill would."""
-    device = accel.device
-    torch.manual_seed(seed)
-    accel.prepare(model)
-    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
-    state = Progress.start(model, opt, checkpoint, device, desc)
-    n = len(train_data.label)
-    model.train()
-    while state.epoch < cfg.epochs and not state.done:
-        order = random.Random(seed * 1_000_003 + state.epoch).sample(range(n), n)
-        total, seen = 0.0, 0
-        t0 = time.perf_counter()
-        for start in tqdm(
-            range(0, n, cfg.batch),
-            desc=f"{desc} epoch {state.epoch + 1}",
-            disable=None,
-            leave=False,
-            mininterval=5,
-        ):
-            idx = order[start : start + cfg.batch]
-            b = {k: accel.to(v) for k, v in batch(train_data, idx).items()}
-            with accel.autocast():
-                loss = F.cross_entropy(model(b), b["label"])
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            if cfg.clip:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
-            opt.step()
-            total += float(loss.detach()) * len(idx)
-            seen += len(idx)
-        state.seconds += time.perf_counter() - t0
-        pred = predict(model, valid_data, batch_size=cfg.batch * 4, device=device)
-        score = accuracy(valid_data.label, pred)
-        row = {
-            "train_loss": total / seen,
-            "valid_accuracy": score,
-            "train_seconds": round(state.seconds, 2),
-        }
-        state.end_epoch(model, row, score, cfg.patience)
-        log.info(
-            "%s: epoch %d, train loss %.4f, valid accuracy %.4f%s",
-            desc,
-            state.epoch,
-            total / seen,
-            score,
-            " (stop)" if state.done else "",
-        )
-        state.save(checkpoint, model, opt, device)
-        if stop_after is not None and len(state.history) >= stop_after:
-            break
-    return TrainResult(
-        state.best_state, state.history, state.stats("valid_accuracy", n, "examples")
+    task = NliTask(model, train_data, valid_data, cfg, seed=seed, accel=accel)
+    per_epoch = len(task.epoch_batches(0))
+    plan = Plan(
+        steps=cfg.epochs * per_epoch,
+        steps_per_epoch=per_epoch,
+        eval_every=per_epoch,
+        lr=cfg.lr,
+        optimizer="adam",
+        decay=False,
+        clip=cfg.clip,
+        patience=cfg.patience,
+        higher_is_better=True,
     )
+    result = fit(
+        model,
+        task,
+        plan,
+        seed=seed,
+        accel=accel,
+        checkpoint=checkpoint,
+        stop_after=stop_after,
+        desc=desc,
+    )
+    epochs = result.steps // per_epoch
+    n = len(train_data.label)
+    result.extra = {
+        "epochs": epochs,
+        "best_epoch": result.best_step // per_epoch,
+        "best_valid_accuracy": result.best_score,
+        "examples_per_second": round(n * epochs / result.seconds, 1)
+        if result.seconds
+        else None,
+    }
+    return result

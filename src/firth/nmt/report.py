@@ -178,7 +178,7 @@ def nmt_section(
         fig, ax = plt.subplots(figsize=(6.5, 4.0))
         for r, rows_ in curves.items():
             pts = [
-                (float(p["train_minutes"]), float(p["valid_bleu"]))
+                (float(p["train_seconds"]) / 60, float(p["valid_bleu"]))
                 for p in rows_
                 if p.get("valid_bleu") not in (None, "")
             ]
@@ -294,7 +294,7 @@ def _pct(x) -> str:
 
 def _points(curve: list[dict]) -> list[tuple[float, float]]:
     return [
-        (float(p["train_minutes"]), float(p["valid_bleu"]))
+        (float(p["train_seconds"]) / 60, float(p["valid_bleu"]))
         for p in curve
         if p.get("valid_bleu") not in (None, "")
     ]

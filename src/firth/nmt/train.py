@@ -1,6 +1,6 @@
-"""Training of the translation models: teacher forcing, cross-entropy with optional
-label smoothing, AdamW with a linear warm-up then cosine decay (firth.schedule.lr_at),
-gradient-norm clipping, and ``evals_per_epoch`` validations per epoch.
+"""Training of the translation models (firth.training.fit): teacher forcing,
+cross-entropy with optional label smoothing, AdamW with a linear warm-up then cosine
+decay, gradient-norm clipping, and ``evals_per_epoch`` validations per epoch.
 
 Batches hold about ``batch_tokens`` padded target tokens of similar length; each
 epoch draws its own grouping and order from (seed, epoch). Each validation
@@ -22,21 +22,18 @@ from __future__ import annotations
 
 import logging
 import math
-import time
-from dataclasses import dataclass, field
 
 import sacrebleu
 import torch
 import torch.nn.functional as F
-from tqdm import tqdm
 
 from firth import distributed
 from firth.accel import Accel
-from firth.checkpoint import Checkpoint, rng_state, set_rng_state
+from firth.checkpoint import Checkpoint
 from firth.distributed import SINGLE, Group
 from firth.nmt.data import PAD, decode, make_batch, token_batches
 from firth.nmt.decode import decode_corpus
-from firth.schedule import lr_at
+from firth.training import Plan, Result, fit
 
 log = logging.getLogger(__name__)
 
@@ -146,11 +143,70 @@ def _validate(
     return v_nll / v_tok, bleu
 
 
-@dataclass
-class TrainResult:
-    best_state: dict
-    history: list[dict] = field(default_factory=list)
-    stats: dict = field(default_factory=dict)
+class NmtTask:
+    """Teacher-forced translation batches for firth.training.fit: each epoch groups
+    the training pairs into batches of about ``batch_tokens`` target tokens, in an
+    order drawn from (seed, epoch); validation is the valid loss and greedy BLEU
+    on the ``bleu_idx`` verses."""
+
+    def __init__(self, model, data: dict, cfg, *, seed, accel, group, coverage_loss):
+        self.model, self.data, self.cfg, self.seed = model, data, cfg, seed
+        self.accel, self.group, self.coverage_loss = accel, group, coverage_loss
+        self.forward = None  # wrapped after fit moved the model to its device
+
+    def epoch_batches(self, epoch: int) -> list[list[int]]:
+        gen = torch.Generator().manual_seed(self.seed * 100_003 + epoch)
+        d = self.data
+        return token_batches(
+            d["train_src"], d["train_tgt"], self.cfg.batch_tokens, generator=gen
+        )
+
+    def start_epoch(self) -> None:
+        pass
+
+    def loss(self, idx: list[int]):
+        if self.forward is None:
+            self.forward = distributed.wrap(
+                self.model, self.group, self.accel.device, find_unused=False
+            )
+        src, tgt, group = self.data["train_src"], self.data["train_tgt"], self.group
+        # the global batch's target tokens (y and </s>), as make_batch counts them
+        tokens = sum(len(tgt[i]) + 1 for i in idx)
+        part, weight = idx, 1.0
+        if group.active:  # this rank's sentences; an empty share still steps
+            part = idx[group.rank :: group.world] or idx[:1]
+            weight = 1.0 if group.rank < len(idx) else 0.0
+        batch = make_batch(part, src, tgt).to(self.accel)
+        loss = loss_sum(
+            self.forward, batch, self.cfg.label_smoothing, self.coverage_loss
+        )
+        if group.active:  # DDP averages over ranks: undo it, divide by all tokens
+            objective = loss * (weight * group.world / tokens)
+        else:
+            objective = loss / tokens
+        return objective, loss.item() * weight, tokens / group.world
+
+    def validate(self) -> tuple[float, dict]:
+        d = self.data
+        v_loss, bleu = _validate(
+            self.model,
+            d["tok"],
+            d["valid_src"],
+            d["valid_tgt"],
+            d["valid_refs"],
+            d["valid_oov"],
+            d["bleu_idx"],
+            self.cfg,
+            device=self.accel.device,
+        )
+        fields = {"valid_loss": v_loss, "valid_perplexity": math.exp(v_loss)}
+        return v_loss, {**fields, "valid_bleu": bleu}
+
+    def carried(self) -> None:
+        return None
+
+    def restore(self, carried) -> None:
+        pass
 
 
 def train(
@@ -171,25 +227,12 @@ def train(
     valid_oov: list[list[str]] | None = None,
     checkpoint: Checkpoint | None = None,
     stop_after: int | None = None,
-) -> TrainResult:
+) -> Result:
     """Train ``model`` for ``epochs`` with the ``nmt.common`` settings ``cfg`` on
     ``accel``'s device and precision, as one rank of ``group`` (``coverage_loss``:
     its weight lambda; ``valid_oov``: the valid sentences' copied unknown spans,
     for a pointer-generator). ``stop_after`` (tests) stops after that many
     validations, as a kill would."""
-    device = accel.device
-    torch.manual_seed(seed + group.rank)  # dropout differs across ranks
-    accel.prepare(model)
-    forward = distributed.wrap(model, group, device, find_unused=False)
-
-    def epoch_batches(epoch: int) -> list[list[int]]:
-        gen = torch.Generator().manual_seed(seed * 100_003 + epoch)
-        return token_batches(train_src, train_tgt, cfg.batch_tokens, generator=gen)
-
-    per_epoch = len(epoch_batches(0))
-    total = max(1, math.ceil(epochs * per_epoch))
-    warmup = int(cfg.warmup * total)
-    eval_every = max(1, per_epoch // cfg.evals_per_epoch)
     n_bleu = min(cfg.valid_bleu_sentences, len(valid_src))
     bleu_idx = [round(i * len(valid_src) / n_bleu) for i in range(n_bleu)]
     copy_bleu = None  # the copy-source baseline on the same valid verses
@@ -201,176 +244,54 @@ def train(
             ],
             [[valid_refs[i] for i in bleu_idx]],
         ).score
-    opt = torch.optim.AdamW(
-        model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay
+    data = dict(
+        tok=tok, train_src=train_src, train_tgt=train_tgt, valid_src=valid_src,
+        valid_tgt=valid_tgt, valid_refs=valid_refs, valid_oov=valid_oov,
+        bleu_idx=bleu_idx,
+    )  # fmt: skip
+    task = NmtTask(
+        model,
+        data,
+        cfg,
+        seed=seed,
+        accel=accel,
+        group=group,
+        coverage_loss=coverage_loss,
     )
-    step, epoch, pos, bad, history = 0, 0, 0, 0, []
-    best_loss, best_state = math.inf, None
-    train_loss, train_tokens, train_seconds, seen_tokens = 0.0, 0, 0.0, 0
-    saved = checkpoint.load() if checkpoint else None
-    if saved:
-        model.load_state_dict(saved["model"])
-        opt.load_state_dict(saved["optimizer"])
-        step, epoch, pos = saved["step"], saved["epoch"], saved["pos"]
-        bad, history = saved["bad"], saved["history"]
-        best_loss, best_state = saved["best_loss"], saved["best_state"]
-        train_seconds, seen_tokens = saved["train_seconds"], saved["seen_tokens"]
-        rng = saved["rng"][group.rank] if group.active else saved["rng"]
-        set_rng_state(rng, device)
-        log.info("resumed at step %d of %d", step, total)
+    per_epoch = len(task.epoch_batches(0))
+    total = max(1, math.ceil(epochs * per_epoch))
+    plan = Plan(
+        steps=total,
+        steps_per_epoch=per_epoch,
+        eval_every=max(1, per_epoch // cfg.evals_per_epoch),
+        lr=cfg.lr,
+        optimizer="adamw",
+        weight_decay=cfg.weight_decay,
+        warmup=int(cfg.warmup * total),
+        clip=cfg.clip,
+        patience=cfg.patience,
+    )
     log.info(
-        "%d parameters; %d pairs in %d batches of <= %d tokens; %d steps, "
-        "eval every %d",
-        sum(p.numel() for p in model.parameters()),
-        len(train_src),
-        per_epoch,
-        cfg.batch_tokens,
-        total,
-        eval_every,
+        "%d pairs in batches of <= %d target tokens", len(train_src), cfg.batch_tokens
     )
-    batches = epoch_batches(epoch)
-    bar = tqdm(
-        total=total,
-        initial=step,
-        desc="train",
-        unit="step",
-        disable=None if group.main else True,
-        mininterval=5,
+    result = fit(
+        model,
+        task,
+        plan,
+        seed=seed,
+        accel=accel,
+        group=group,
+        checkpoint=checkpoint,
+        stop_after=stop_after,
     )
-    model.train()
-    evals = 0
-    while step < total:
-        if pos >= len(batches):
-            epoch, pos = epoch + 1, 0
-            batches = epoch_batches(epoch)
-        idx = batches[pos]
-        # the global batch's target tokens (y and </s>), as make_batch counts them
-        tokens = sum(len(train_tgt[i]) + 1 for i in idx)
-        part, weight = idx, 1.0
-        if group.active:  # this rank's sentences; an empty share still steps
-            part = idx[group.rank :: group.world] or idx[:1]
-            weight = 1.0 if group.rank < len(idx) else 0.0
-        batch = make_batch(part, train_src, train_tgt).to(accel)
-        pos += 1
-        for g in opt.param_groups:
-            g["lr"] = lr_at(step, total, warmup, cfg.lr)
-        t0 = time.perf_counter()
-        with accel.autocast():
-            loss = loss_sum(forward, batch, cfg.label_smoothing, coverage_loss)
-        opt.zero_grad(set_to_none=True)
-        if group.active:  # DDP averages over ranks: undo it, divide by all tokens
-            (loss * (weight * group.world / tokens)).backward()
-        else:
-            (loss / tokens).backward()
-        if cfg.clip:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
-        opt.step()
-        accel.synchronize()
-        train_seconds += time.perf_counter() - t0
-        train_loss += loss.item() * weight
-        train_tokens += tokens
-        seen_tokens += tokens
-        step += 1
-        bar.update(1)
-        last = history[-1]["step"] if history else 0
-        if step % eval_every == 0 or (step == total and step - last > eval_every // 4):
-            v_loss, bleu = (
-                _validate(
-                    model,
-                    tok,
-                    valid_src,
-                    valid_tgt,
-                    valid_refs,
-                    valid_oov,
-                    bleu_idx,
-                    cfg,
-                    device=device,
-                )
-                if group.main  # in fp32; the other ranks wait for the verdict
-                else (None, None)
-            )
-            v_loss, bleu = distributed.broadcast((v_loss, bleu), group)
-            (train_loss,) = distributed.sum_floats([train_loss], group)
-            row = {
-                "step": step,
-                "epoch": round(step / per_epoch, 4),
-                "lr": lr_at(step - 1, total, warmup, cfg.lr),
-                "train_loss": train_loss / max(1, train_tokens),
-                "valid_loss": v_loss,
-                "valid_perplexity": math.exp(v_loss),
-                "valid_bleu": bleu,
-                "train_seconds": round(train_seconds, 2),
-                "train_minutes": round(train_seconds / 60, 3),
-            }
-            history.append(row)
-            train_loss, train_tokens = 0.0, 0
-            if v_loss < best_loss:
-                best_loss, bad = v_loss, 0
-                best_state = {
-                    k: v.detach().to("cpu").clone()
-                    for k, v in model.state_dict().items()
-                }
-            else:
-                bad += 1
-            log.info(
-                "step %d/%d (epoch %.2f, %.0f target tokens/s): train %.4f, "
-                "valid %.4f (ppl %.2f)%s%s",
-                step,
-                total,
-                row["epoch"],
-                seen_tokens / max(train_seconds, 1e-9),
-                row["train_loss"],
-                v_loss,
-                row["valid_perplexity"],
-                f", valid BLEU {bleu:.2f}" if bleu is not None else "",
-                "" if bad else " best",
-            )
-            stop = bool(cfg.patience and bad >= cfg.patience)
-            rng = rng_state(device)
-            if checkpoint and group.active:
-                rng = distributed.gather(rng, group)
-            if checkpoint and group.main:
-                checkpoint.save(
-                    {
-                        "model": model.state_dict(),
-                        "optimizer": opt.state_dict(),
-                        "step": total if stop else step,
-                        "epoch": epoch,
-                        "pos": pos,
-                        "bad": bad,
-                        "history": history,
-                        "best_loss": best_loss,
-                        "best_state": best_state,
-                        "train_seconds": train_seconds,
-                        "seen_tokens": seen_tokens,
-                        "rng": rng,
-                    }
-                )
-            evals += 1
-            if stop:
-                log.info("early stop: %d validations without a new best", bad)
-                break
-            if stop_after is not None and evals >= stop_after:
-                bar.close()
-                raise KeyboardInterrupt("stop_after reached (test)")
-    bar.close()
-    return TrainResult(
-        best_state=best_state,
-        history=history,
-        stats={
-            "steps": step,
-            "planned_steps": total,
-            "steps_per_epoch": per_epoch,
-            "epochs_run": round(step / per_epoch, 4),
-            "early_stopped": step < total,
-            "valid_bleu_sentences": n_bleu,
-            "valid_bleu_copy_source": copy_bleu,
-            "best_valid_loss": best_loss,
-            "best_valid_perplexity": math.exp(best_loss),
-            "train_seconds": round(train_seconds, 2),
-            "train_target_tokens": seen_tokens,
-            "train_target_tokens_per_second": round(
-                seen_tokens / max(train_seconds, 1e-9)
-            ),
-        },
-    )
+    result.extra = {
+        "valid_bleu_sentences": n_bleu,
+        "valid_bleu_copy_source": copy_bleu,
+        "best_valid_loss": result.best_score,
+        "best_valid_perplexity": math.exp(result.best_score),
+        "train_target_tokens": round(result.trained),
+        "train_target_tokens_per_second": round(
+            result.trained / max(result.seconds, 1e-9)
+        ),
+    }
+    return result

@@ -294,7 +294,9 @@ def _curves_figure(runs, evals, train, curves) -> bytes | None:
                 continue
             by = defaultdict(lambda: defaultdict(list))
             for row in curves[r]:
-                by[row["init"]][int(row["epoch"])].append(float(row["valid_score"]))
+                by[row["init"]][round(float(row["epoch"]))].append(
+                    float(row["valid_score"])
+                )
             for init, pts in by.items():
                 xs = sorted(pts)
                 ax.plot(

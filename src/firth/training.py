@@ -1,0 +1,340 @@
+"""The one training loop of every neural task (language models, translation,
+taggers, NLI classifiers).
+
+A task supplies only what is its own (a ``Task``): one epoch's batches in order,
+the loss of a batch, and a validation; the loop owns the rest. It counts
+optimiser steps over epochs, sets the learning rate (a linear warm-up then cosine
+decay, firth.schedule.lr_at, or a constant), clips the gradient norm, validates
+every ``eval_every`` steps and at the end (unless the last validation was under a
+quarter interval ago: then its weights stand), keeps the weights of the best
+validation, stops after ``patience`` validations without a new best (0 = never),
+and at each validation saves a checkpoint of the whole training state (weights,
+optimiser, position in the epoch, history, the task's carried state, torch's
+random generators), so a killed run resumes where it stopped and ends with the
+same weights.
+
+On several processes (torch DDP under torchrun, firth.distributed) every rank
+runs the loop; the task wraps its forward in DDP and trains its share of each
+batch; rank 0 validates and the verdict is broadcast; the training-loss sums are
+added over the ranks; the checkpoint holds every rank's carried state and random
+generators.
+
+Why by hand and not Lightning Fabric or HF Accelerate: device, precision and
+compilation are firth.accel's, the torchrun launch and the collectives are
+firth.distributed's (kept small and tested against single-process gradients);
+what is left is this loop, whose exact resume needs the task's carried state (an
+LM's hidden state across segments) and every rank's generators in the checkpoint,
+which neither library's loop saves for us.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+import torch
+from tqdm import tqdm
+
+from firth import distributed
+from firth.accel import Accel
+from firth.checkpoint import Checkpoint, rng_state, set_rng_state
+from firth.distributed import SINGLE, Group
+from firth.schedule import lr_at
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How long and how to optimise: ``steps`` optimiser steps in all,
+    ``steps_per_epoch`` (nominal, for the epoch column), validation every
+    ``eval_every`` steps; ``optimizer`` adam or adamw (with ``weight_decay``);
+    ``warmup`` steps of linear warm-up then cosine decay when ``decay``, else a
+    constant ``lr``; ``clip`` the gradient norm (0 = never); ``patience``
+    validations without a new best stop the run (0 = never); ``higher_is_better``
+    for the validation score (accuracy, F1) against a loss."""
+
+    steps: int
+    steps_per_epoch: int
+    eval_every: int
+    lr: float
+    optimizer: Literal["adam", "adamw"] = "adamw"
+    weight_decay: float = 0.0
+    warmup: int = 0
+    decay: bool = True
+    clip: float = 0.0
+    patience: int = 0
+    higher_is_better: bool = False
+
+    def lr_at(self, step: int) -> float:
+        if not self.decay:
+            return self.lr
+        return lr_at(step, self.steps, self.warmup, self.lr)
+
+    def validates_after(self, step: int, last: int) -> bool:
+        """Whether ``step`` (just taken; ``last``: the step of the last validation)
+        ends with a validation."""
+        if step % self.eval_every == 0:
+            return True
+        return step == self.steps and step - last > self.eval_every // 4
+
+
+class Task(Protocol):
+    """What a task supplies to the loop."""
+
+    def epoch_batches(self, epoch: int) -> Sequence[Any]:
+        """Epoch ``epoch``'s batches in order (cheap descriptions, made from the
+        seed and the epoch alone, so a resumed run can skip to its position)."""
+
+    def start_epoch(self) -> None:
+        """Called before an epoch's first batch (an LM resets its carried state)."""
+
+    def loss(self, batch: Any) -> tuple[torch.Tensor, float, float]:
+        """The objective to minimise on ``batch`` (this rank's share), the summed
+        training loss to report and the count it is summed over (targets,
+        sentences): the curve's train loss is the ratio of their sums."""
+
+    def validate(self) -> tuple[float, dict]:
+        """The validation score (rank 0 only, in eval mode) and the curve fields
+        to log beside it."""
+
+    def carried(self) -> Any:
+        """State carried from batch to batch that the checkpoint must hold."""
+
+    def restore(self, carried: Any) -> None: ...
+
+
+@dataclass
+class Result:
+    """The best weights (on the CPU), the validation history (one row per
+    validation: step, epoch, lr, train_loss, the task's fields, train_seconds),
+    the optimiser steps taken, the summed training count (every rank's), the
+    seconds spent in training steps, whether the run stopped early, and the
+    task's own statistics (``extra``, added to ``stats``)."""
+
+    best_state: dict
+    best_score: float
+    best_step: int
+    plan: Plan
+    history: list[dict] = field(default_factory=list)
+    steps: int = 0
+    trained: float = 0.0
+    seconds: float = 0.0
+    early_stopped: bool = False
+    extra: dict = field(default_factory=dict)  # the task's own statistics
+
+    @property
+    def epochs_run(self) -> float:
+        return round(self.steps / self.plan.steps_per_epoch, 4)
+
+    @property
+    def best_row(self) -> dict:
+        """The history row of the kept weights' validation."""
+        return next(r for r in self.history if r["step"] == self.best_step)
+
+    @property
+    def stats(self) -> dict:
+        return {
+            "steps": self.steps,
+            "planned_steps": self.plan.steps,
+            "steps_per_epoch": self.plan.steps_per_epoch,
+            "epochs_run": self.epochs_run,
+            "early_stopped": self.early_stopped,
+            **self.extra,
+            "train_seconds": round(self.seconds, 2),
+        }
+
+
+def _optimizer(model: torch.nn.Module, plan: Plan) -> torch.optim.Optimizer:
+    if plan.optimizer == "adam":
+        return torch.optim.Adam(model.parameters(), lr=plan.lr)
+    return torch.optim.AdamW(
+        model.parameters(), lr=plan.lr, weight_decay=plan.weight_decay
+    )
+
+
+def fit(
+    model: torch.nn.Module,
+    task: Task,
+    plan: Plan,
+    *,
+    seed: int,
+    accel: Accel,
+    group: Group = SINGLE,
+    checkpoint: Checkpoint | None = None,
+    stop_after: int | None = None,
+    desc: str = "train",
+) -> Result:
+    """Train ``model`` on ``task`` following ``plan`` on ``accel``'s device and
+    precision, as one rank of ``group``. The caller builds the model under ``seed``
+    and the task around it (its forward may be wrapped in DDP after this call's
+    ``accel.prepare``: build it lazily). ``stop_after`` (tests) raises
+    KeyboardInterrupt after that many validations, as a kill would."""
+    device = accel.device
+    torch.manual_seed(seed + group.rank)  # dropout differs across ranks
+    accel.prepare(model)
+    opt = _optimizer(model, plan)
+    best = -math.inf if plan.higher_is_better else math.inf
+    s: dict[str, Any] = dict(
+        step=0, epoch=0, pos=0, bad=0, history=[], best=best, best_step=0,
+        best_state=None,
+        seconds=0.0, trained=0.0, stopped=False,
+    )  # fmt: skip
+    saved = checkpoint.load() if checkpoint else None
+    if saved:
+        model.load_state_dict(saved.pop("model"))
+        opt.load_state_dict(saved.pop("optimizer"))
+        rng, carried = saved.pop("rng"), saved.pop("carried")
+        if group.active:  # one carried state and generator per rank
+            rng, carried = rng[group.rank], carried[group.rank]
+        set_rng_state(rng, device)
+        task.restore(carried)
+        s.update(saved)
+        log.info("%s: resumed at step %d of %d", desc, s["step"], plan.steps)
+    log.info(
+        "%s: %d parameters; %d steps (%d per epoch), validation every %d%s",
+        desc,
+        sum(p.numel() for p in model.parameters()),
+        plan.steps,
+        plan.steps_per_epoch,
+        plan.eval_every,
+        f"; {group.world} processes" if group.active else "",
+    )
+    batches = task.epoch_batches(s["epoch"])
+    if s["step"] == 0:
+        task.start_epoch()
+    loss_sum, count = 0.0, 0.0
+    bar = tqdm(
+        total=plan.steps,
+        initial=s["step"],
+        desc=desc,
+        unit="step",
+        disable=None if group.main else True,
+        mininterval=5,
+    )
+    model.train()
+    evals = 0
+    while s["step"] < plan.steps and not s["stopped"]:
+        if s["pos"] >= len(batches):
+            s["epoch"], s["pos"] = s["epoch"] + 1, 0
+            batches = task.epoch_batches(s["epoch"])
+            task.start_epoch()
+        batch = batches[s["pos"]]
+        s["pos"] += 1
+        for g in opt.param_groups:
+            g["lr"] = plan.lr_at(s["step"])
+        t0 = time.perf_counter()
+        with accel.autocast():
+            objective, batch_loss, batch_count = task.loss(batch)
+        opt.zero_grad(set_to_none=True)
+        objective.backward()
+        if plan.clip:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), plan.clip)
+        opt.step()
+        accel.synchronize()
+        s["seconds"] += time.perf_counter() - t0
+        loss_sum += batch_loss
+        count += batch_count
+        s["step"] += 1
+        bar.update(1)
+        last = s["history"][-1]["step"] if s["history"] else 0
+        if not plan.validates_after(s["step"], last):
+            continue
+        loss_sum, count = distributed.sum_floats([loss_sum, count], group)
+        s["trained"] += count
+        _validate(model, task, plan, s, group, train_loss=loss_sum / max(1, count))
+        log.info(
+            "%s: step %d/%d (epoch %.2f, %.0f per second): train loss %.4f, %s%s",
+            desc,
+            s["step"],
+            plan.steps,
+            s["history"][-1]["epoch"],
+            s["trained"] / max(s["seconds"], 1e-9),
+            s["history"][-1]["train_loss"],
+            ", ".join(
+                f"{k} {v:.4f}"
+                for k, v in s["history"][-1].items()
+                if k.startswith("valid_") and isinstance(v, float)
+            ),
+            "" if s["bad"] else " (best)",
+        )
+        loss_sum, count = 0.0, 0.0
+        if checkpoint:
+            _save(checkpoint, model, opt, task, s, group, device)
+        evals += 1
+        if s["stopped"]:
+            log.info(
+                "%s: early stop, %d validations without a new best", desc, s["bad"]
+            )
+        elif stop_after is not None and evals >= stop_after:
+            bar.close()
+            raise KeyboardInterrupt("stop_after reached (test)")
+    bar.close()
+    loss_sum, count = distributed.sum_floats([loss_sum, count], group)
+    return Result(
+        best_state=s["best_state"],
+        best_score=s["best"],
+        plan=plan,
+        best_step=s["best_step"],
+        history=s["history"],
+        steps=s["step"],
+        trained=s["trained"] + count,
+        seconds=s["seconds"],
+        early_stopped=s["stopped"],
+    )
+
+
+def _validate(model, task: Task, plan: Plan, s: dict, group: Group, *, train_loss):
+    """Validate (rank 0, in eval mode), append the history row, keep the best
+    weights and decide on early stopping."""
+    verdict = None
+    if group.main:  # in fp32; the other ranks wait for the verdict
+        was = model.training
+        model.eval()
+        with torch.no_grad():
+            verdict = task.validate()
+        model.train(was)
+    score, fields = distributed.broadcast(verdict, group)
+    step = s["step"]
+    s["history"].append(
+        {
+            "step": step,
+            "epoch": round(step / plan.steps_per_epoch, 4),
+            "lr": plan.lr_at(step - 1),
+            "train_loss": train_loss,
+            **fields,
+            "train_seconds": round(s["seconds"], 2),
+        }
+    )
+    better = score > s["best"] if plan.higher_is_better else score < s["best"]
+    if better:
+        s["best"], s["best_step"], s["bad"] = score, step, 0
+        s["best_state"] = {
+            k: v.detach().to("cpu").clone() for k, v in model.state_dict().items()
+        }
+    else:
+        s["bad"] += 1
+    s["stopped"] = bool(plan.patience and s["bad"] >= plan.patience)
+
+
+def _save(checkpoint: Checkpoint, model, opt, task: Task, s: dict, group, device):
+    carried, rng = task.carried(), rng_state(device)
+    if group.active:
+        carried, rng = (
+            distributed.gather(carried, group),
+            distributed.gather(rng, group),
+        )
+    if group.main:
+        checkpoint.save(
+            {
+                "model": model.state_dict(),
+                "optimizer": opt.state_dict(),
+                "rng": rng,
+                "carried": carried,
+                **s,
+            }
+        )
