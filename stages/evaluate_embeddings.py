@@ -5,9 +5,9 @@ coverage, and nearest neighbours of probe words (of unseen words too, for the
 subword model) -> reports/embeddings/<method>/.
 
 Every seed of ``embeddings.seeds.<method>`` is scored (data/embeddings/<method>/
-seed-<seed>/). eval.json holds each metric's mean over the seeds under its own name,
-its sample standard deviation as ``<name>_sd``, and every seed's metrics under
-``runs``; eval_detail.json and analogy_sections.csv describe the first seed."""
+seed-<seed>/). eval.json (firth.embeddings.results.EmbeddingEval) holds every
+seed's scores under ``runs`` and their spread (mean, sample sd, n) under
+``summary``; eval_detail.json and analogy_sections.csv describe the first seed."""
 
 from __future__ import annotations
 
@@ -22,11 +22,13 @@ from firth import runner
 from firth.config import load_sections
 from firth.embeddings.analogy import METHODS, evaluate_analogies, read_analogies
 from firth.embeddings.methods import METHODS as TRAINERS
+from firth.embeddings.results import EmbeddingEval, Scores
 from firth.embeddings.similarity import evaluate_pairs, read_pairs
 from firth.embeddings.subword import SubwordSpace, compose
 from firth.embeddings.vectors import Embedding, load_word2vec
 from firth.errors import DataError
 from firth.io import atomic_path, read_json, write_json
+from firth.results import save
 
 log = logging.getLogger("evaluate_embeddings")
 
@@ -80,7 +82,8 @@ def body(args) -> None:
     path = runner.params_path(args)
     cfg, _seed = load_sections("evaluate_embeddings", path)
     seeds = load_sections("embeddings", path)[0].seeds[args.method]
-    runs, first = {}, None
+    runs: dict[int, Scores] = {}
+    first = None
     for seed in seeds:
         folder = args.root / "data" / "embeddings" / args.method / f"seed-{seed}"
         if not (folder / "vectors.txt").exists():
@@ -88,11 +91,11 @@ def body(args) -> None:
                 f"{folder}: no vectors (run train-embeddings-{args.method}@{seed})"
             )
         metrics, detail, section_rows = evaluate(args.root, args.method, folder, cfg)
-        runs[str(seed)] = metrics
+        runs[seed] = metrics
         first = first or (detail, section_rows)
     detail, section_rows = first
     rep = args.root / "reports" / "embeddings" / args.method
-    write_json(rep / "eval.json", summarise(args.method, runs))
+    save(rep / "eval.json", EmbeddingEval.of(args.method, runs))
     write_json(rep / "eval_detail.json", {**detail, "seed": seeds[0]})
     with atomic_path(rep / "analogy_sections.csv") as tmp:
         with open(tmp, "w", newline="", encoding="utf-8") as f:
@@ -101,28 +104,8 @@ def body(args) -> None:
             w.writerows(section_rows)
 
 
-def summarise(method: str, runs: dict[str, dict]) -> dict:
-    """Each numeric metric's mean over the seeds (its own name) and sample standard
-    deviation (``<name>_sd``, 0 for one seed), and every seed's metrics."""
-    out: dict = {"method": method, "seeds": [int(s) for s in runs]}
-    first = next(iter(runs.values()))
-    for key, value in first.items():
-        if key == "method":
-            continue
-        values = [r.get(key) for r in runs.values()]
-        if any(v is None for v in values) or not isinstance(value, (int, float)):
-            out[key] = value if len(runs) == 1 else None
-            continue
-        out[key] = round(float(np.mean(values)), 6)
-        if isinstance(value, float):
-            sd = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
-            out[f"{key}_sd"] = round(sd, 6)
-    out["runs"] = runs
-    return out
-
-
-def evaluate(root: Path, method: str, folder: Path, cfg) -> tuple[dict, dict, list]:
-    """Metrics, details and analogy-section rows of the vectors in ``folder``."""
+def evaluate(root: Path, method: str, folder: Path, cfg) -> tuple[Scores, dict, list]:
+    """Scores, details and analogy-section rows of the vectors in ``folder``."""
     emb = load_word2vec(folder / "vectors.txt")
     index = emb.index()
     sub = None
@@ -135,7 +118,7 @@ def evaluate(root: Path, method: str, folder: Path, cfg) -> tuple[dict, dict, li
         vec, known = compose(sub[0], sub[1], [word])
         return vec[0].numpy() if bool(known[0]) else None
 
-    metrics: dict = {"method": method, "vocab": len(emb.words)}
+    metrics: dict = {"vocab": len(emb.words), "analogy": {}, "similarity": {}}
     detail: dict = {"method": method, "analogy": {}, "similarity": {}}
     section_rows = []
     for name, fmt, path in eval_sets(root):
@@ -144,10 +127,9 @@ def evaluate(root: Path, method: str, folder: Path, cfg) -> tuple[dict, dict, li
             for label, restrict in (("top", cfg.restrict or None), ("full", None)):
                 res = evaluate_analogies(emb, sections, restrict=restrict)
                 detail["analogy"][f"{name}/{label}"] = res
-                key = f"{name}_{label}"
-                metrics[f"{key}_coverage"] = round(res["coverage"], 6)
-                for m in METHODS:
-                    metrics[f"{key}_{m}"] = round(res[m], 6)
+                metrics["analogy"].setdefault(name, {})[label] = {
+                    k: _round(res[k]) for k in ("coverage", *METHODS)
+                }
                 for sec, entry in res["sections"].items():
                     section_rows.append(
                         [name, label, sec, entry["questions"], entry["covered"]]
@@ -168,13 +150,15 @@ def evaluate(root: Path, method: str, folder: Path, cfg) -> tuple[dict, dict, li
             pairs = read_pairs(path / "pairs.tsv")
             res = evaluate_pairs(emb, pairs)
             detail["similarity"][name] = res
-            metrics[f"{name}_spearman"] = round(res["spearman"], 6)
-            metrics[f"{name}_coverage"] = round(res["coverage"], 6)
+            metrics["similarity"][name] = {
+                k: _round(res[k]) for k in ("spearman", "coverage")
+            }
             if sub is not None:
                 res_all = evaluate_pairs(emb, pairs, fallback=fallback)
                 detail["similarity"][f"{name}/with_oov"] = res_all
-                metrics[f"{name}_with_oov_spearman"] = round(res_all["spearman"], 6)
-                metrics[f"{name}_with_oov_coverage"] = round(res_all["coverage"], 6)
+                metrics.setdefault("similarity_with_oov", {})[name] = {
+                    k: _round(res_all[k]) for k in ("spearman", "coverage")
+                }
             log.info(
                 "%s %s: Spearman %.4f over %d/%d pairs",
                 method,
@@ -193,11 +177,12 @@ def evaluate(root: Path, method: str, folder: Path, cfg) -> tuple[dict, dict, li
         detail["oov_neighbours"] = neighbours(
             emb, cfg.oov_probes, oov, k=cfg.neighbours
         )
-    metrics = {
-        k: (None if isinstance(v, float) and np.isnan(v) else v)
-        for k, v in metrics.items()
-    }
-    return metrics, detail, section_rows
+    return Scores[float | None].model_validate(metrics), detail, section_rows
+
+
+def _round(x: float) -> float | None:
+    """6 decimals; NaN (no covered pair) as None."""
+    return None if np.isnan(x) else round(float(x), 6)
 
 
 def main(argv=None) -> None:

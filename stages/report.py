@@ -12,13 +12,14 @@ import yaml
 
 from firth import runner
 from firth.config import load_sections
+from firth.embeddings.report import embeddings_section
+from firth.embeddings.results import EmbeddingEval, EmbeddingTrain
 from firth.findings import findings, findings_section
 from firth.io import atomic_path, read_json, write_text
 from firth.nli.report import nli_section
 from firth.nmt.report import nmt_section
 from firth.partial import partial_input_section
 from firth.report import (
-    embeddings_section,
     lm_section,
     not_run_section,
     parallel_section,
@@ -30,6 +31,7 @@ from firth.report import (
     text_section,
     tokenizer_section,
 )
+from firth.results import load
 from firth.tagging.report import tagging_section
 
 
@@ -204,7 +206,9 @@ def body(args) -> None:
             tables[path.stem] = list(csv.DictReader(f))
     sections.append(tokenizer_section(tables))
     emb = root / "reports" / "embeddings"
-    evals = {p.parent.name: read_json(p) for p in sorted(emb.glob("*/eval.json"))}
+    evals = {
+        p.parent.name: load(p, EmbeddingEval) for p in sorted(emb.glob("*/eval.json"))
+    }
 
     def card(sec, names, trains, groups, extra=None, only=None):
         sec.tables.append(
@@ -226,7 +230,13 @@ def body(args) -> None:
         emb_train = {m: _merged(emb / m)[0] for m in evals}
         card(
             embeddings_section(
-                emb_train,
+                {
+                    m: [
+                        load(d / "train.json", EmbeddingTrain)
+                        for d in _seed_dirs(emb / m)
+                    ]
+                    for m in evals
+                },
                 evals,
                 {m: _maybe(emb / m / "eval_detail.json") or {} for m in evals},
                 _maybe(bench / "embeddings.json"),

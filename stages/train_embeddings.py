@@ -22,9 +22,11 @@ from firth.checkpoint import Checkpoint, run_key
 from firth.config import load_sections
 from firth.embeddings.corpus import load_corpus
 from firth.embeddings.methods import METHODS, train_method
+from firth.embeddings.results import EmbeddingTrain
 from firth.embeddings.vectors import save_word2vec
 from firth.errors import ConfigError
-from firth.io import atomic_path, sha256_file, write_json
+from firth.io import atomic_path, sha256_file
+from firth.results import parse, save
 
 log = logging.getLogger("train_embeddings")
 
@@ -108,7 +110,7 @@ def body(args) -> None:
         peak_rss_mb=round(peak_rss_mb(), 1),
         threads=torch.get_num_threads(),
     )
-    write_json(rep / "train.json", stats)
+    save(rep / "train.json", parse(stats, EmbeddingTrain, "train-embeddings stats"))
     if out.loss_curve:
         with atomic_path(rep / "loss.csv") as tmp:
             with open(tmp, "w", newline="", encoding="utf-8") as f:

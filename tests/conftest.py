@@ -34,3 +34,20 @@ def make_tiny_repo(path: Path) -> dict[str, str]:
     for cmd in (["git", "init", "-q", "-b", "main"], ["dvc", "init", "-q"]):
         subprocess.run(cmd, cwd=path, env=env, check=True, capture_output=True)
     return env
+
+
+def embedding_eval(
+    method, *, wordsim=None, cos_add=None, cos_add_incl=None, only_b=0.0
+):
+    """A one-seed EmbeddingEval holding the given scores (None: the score or its
+    set is absent)."""
+    from firth.embeddings.results import EmbeddingEval, Scores
+
+    scores: dict = {"vocab": 1000, "analogy": {}, "similarity": {}}
+    if cos_add is not None:
+        top = {"coverage": 0.5, "3cosadd": cos_add, "3cosmul": cos_add}
+        top |= {"3cosadd_incl": cos_add_incl, "only_b": only_b}
+        scores["analogy"]["analogy-google"] = {"top": top}
+    if wordsim is not None:
+        scores["similarity"]["wordsim353"] = {"spearman": wordsim, "coverage": 0.9}
+    return EmbeddingEval.of(method, {13: Scores[float | None].model_validate(scores)})

@@ -28,6 +28,25 @@ def test_key_pattern_stays_inside_one_segment():
     assert suffix.matches("reports/embeddings/sgns/eval.json", "analogy_top_3cosadd")
     # a per-seed value one level down is not the seed mean
     assert not suffix.matches("reports/embeddings/sgns/eval.json", "runs.13.x_3cosadd")
+    # the embedding rules come from the schema's tracked fields: seed means only
+    ev = "reports/embeddings/sgns/eval.json"
+    judged = {
+        key: cmp.rule_for(ev, key, cmp.DEFAULT_RULES)
+        for key in (
+            "summary.analogy.analogy-google.top.3cosadd.mean",
+            "summary.similarity.simlex999.spearman.mean",
+            "summary.analogy.analogy-google.top.only_b.mean",
+            "summary.analogy.analogy-google.top.3cosadd.sd",
+            "runs.13.analogy.analogy-google.top.3cosadd",
+        )
+    }
+    assert [r.better if r else None for r in judged.values()] == [
+        "higher",
+        "higher",
+        None,
+        None,
+        None,
+    ]
     deep = cmp.Rule("a:**.bleu")
     assert deep.matches("a", "bleu") and deep.matches("a", "x.y.bleu")
     assert not deep.matches("a", "x.bleu.n")

@@ -11,6 +11,8 @@ from conftest import ROOT
 from gensim.models import KeyedVectors
 from gensim.test.utils import datapath
 
+from firth.embeddings.results import EmbeddingEval, EmbeddingTrain
+from firth.results import load
 from stages import evaluate_embeddings, report, train_embeddings
 
 METHODS = ["sgns", "subword", "ppmi-svd", "glove", "gensim"]
@@ -47,16 +49,16 @@ def test_stage_outputs(project, method):
     kv = KeyedVectors.load_word2vec_format(str(folder / "vectors.txt"))
     assert kv.vector_size == 16 and len(kv) > 1000
     assert np.isfinite(kv.vectors).all()
-    train = json.loads(
-        (project / "reports/embeddings" / method / "seed-13" / "train.json").read_text()
-    )
-    assert train["words_per_second"] > 0 and train["peak_rss_mb"] > 0
-    assert train["seed"] == 13
-    ev = json.loads((project / "reports/embeddings" / method / "eval.json").read_text())
-    for key in ("3cosadd", "3cosadd_incl", "3cosmul", "only_b", "coverage"):
-        assert 0 <= ev[f"analogy-google_top_{key}"] <= 1
-    assert -1 <= ev["wordsim353_spearman"] <= 1
-    assert 0 < ev["wordsim353_coverage"] <= 1
+    rep = project / "reports/embeddings" / method
+    train = load(rep / "seed-13" / "train.json", EmbeddingTrain)
+    assert train.method == method and train.seed == 13
+    assert train.words_per_second > 0 and train.peak_rss_mb > 0
+    ev = load(rep / "eval.json", EmbeddingEval).runs["13"]
+    top = ev.analogy_at("top")
+    for key in ("cos_add", "cos_add_incl", "cos_mul", "only_b", "coverage"):
+        assert 0 <= getattr(top, key) <= 1
+    assert -1 <= ev.similarity["wordsim353"].spearman <= 1
+    assert 0 < ev.similarity["wordsim353"].coverage <= 1
     detail = json.loads(
         (project / "reports/embeddings" / method / "eval_detail.json").read_text()
     )
@@ -66,20 +68,26 @@ def test_stage_outputs(project, method):
 
 
 def test_seeds_are_summarised_with_every_run(project):
-    ev = json.loads((project / "reports/embeddings/sgns/eval.json").read_text())
-    assert ev["seeds"] == [13, 14] and set(ev["runs"]) == {"13", "14"}
-    key = "wordsim353_spearman"
-    a, b = ev["runs"]["13"][key], ev["runs"]["14"][key]
+    ev = load(project / "reports/embeddings/sgns/eval.json", EmbeddingEval)
+    assert ev.seeds == [13, 14] and set(ev.runs) == {"13", "14"}
+    a, b = (ev.runs[s].similarity["wordsim353"].spearman for s in ("13", "14"))
     assert a != b  # another seed, other vectors
-    assert ev[key] == pytest.approx((a + b) / 2, abs=1e-6)
-    assert ev[f"{key}_sd"] == pytest.approx(abs(a - b) / 2**0.5, abs=1e-6)
-    one = json.loads((project / "reports/embeddings/glove/eval.json").read_text())
-    assert one["seeds"] == [13] and one[f"{key}_sd"] == 0.0
+    spread = ev.summary.similarity["wordsim353"].spearman
+    assert spread.mean == pytest.approx((a + b) / 2, abs=1e-6)
+    assert spread.sd == pytest.approx(abs(a - b) / 2**0.5, abs=1e-6)
+    assert spread.n == 2
+    one = load(project / "reports/embeddings/glove/eval.json", EmbeddingEval)
+    assert one.seeds == [13]
+    assert one.summary.similarity["wordsim353"].spearman.sd == 0.0
 
 
 def test_subword_model_gives_unseen_words_vectors(project):
-    ev = json.loads((project / "reports/embeddings/subword/eval.json").read_text())
-    assert ev["wordsim353_with_oov_coverage"] > ev["wordsim353_coverage"]
+    ev = load(project / "reports/embeddings/subword/eval.json", EmbeddingEval)
+    s = ev.summary
+    assert (
+        s.similarity_with_oov["wordsim353"].coverage.mean
+        > s.similarity["wordsim353"].coverage.mean
+    )
     detail = json.loads(
         (project / "reports/embeddings/subword/eval_detail.json").read_text()
     )

@@ -1,6 +1,8 @@
 """The findings table: each verdict against planted metrics (holds, does not
 hold, not run), and the report stage puts it first."""
 
+from conftest import embedding_eval
+
 from firth.findings import FAILS, HOLDS, MISSING, findings, findings_section
 
 
@@ -27,12 +29,10 @@ def tagger(run, head, shares, gap):
 def planted(**over):
     given = {
         "emb": {
-            "sgns": {
-                "wordsim353_spearman": 0.30,
-                "analogy-google_top_3cosadd": 0.20,
-                "analogy-google_top_3cosadd_incl": 0.01,
-            },
-            "ppmi-svd": {"wordsim353_spearman": 0.33},
+            "sgns": embedding_eval(
+                "sgns", wordsim=0.30, cos_add=0.20, cos_add_incl=0.01
+            ),
+            "ppmi-svd": embedding_eval("ppmi-svd", wordsim=0.33),
         },
         "lm": {"kn5": lm("kn", 1.30), "lstm": lm("lstm", 1.20), "l2": lm("lstm", 1.25)},
         "nmt": {
@@ -74,8 +74,8 @@ def test_verdicts_turn_when_the_evidence_does():
     assert emb == HOLDS
     far = planted(
         emb={
-            "sgns": {"wordsim353_spearman": 0.2},
-            "ppmi-svd": {"wordsim353_spearman": 0.4},
+            "sgns": embedding_eval("sgns", wordsim=0.2),
+            "ppmi-svd": embedding_eval("ppmi-svd", wordsim=0.4),
         }
     )
     assert (

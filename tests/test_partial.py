@@ -1,13 +1,13 @@
 """The partial-input table picks each task's full model and baseline from the
 metrics and computes the gaps."""
 
+from conftest import embedding_eval
+
 from firth.partial import partial_input_section
 
 
 def test_partial_input_table_rows_and_gaps():
-    emb = {
-        "sgns": {"analogy-google_top_3cosadd": 0.25, "analogy-google_top_only_b": 0.05}
-    }
+    emb = {"sgns": embedding_eval("sgns", cos_add=0.25, cos_add_incl=0.0, only_b=0.05)}
     base = {"uniform": {"perplexity": 1000.0}, "unigram": {"perplexity": 400.0}}
     lm = {
         "lstm": {"unit": "word", "test": {"perplexity": 50.0, "baselines": base}},

@@ -24,6 +24,7 @@ from typing import Literal
 
 import yaml
 
+from firth.embeddings.results import compare_rules as embedding_rules
 from firth.errors import ConfigError, DataError
 
 Better = Literal["higher", "lower"]
@@ -71,10 +72,16 @@ def _segments_match(parts: list[str], pats: list[str]) -> bool:
 DEFAULT_RULES: tuple[Rule, ...] = (
     Rule("reports/nmt/copy-source/*:**", why="baseline (no model)"),
     Rule("reports/nmt/target-lm/*:**", why="baseline (no source)"),
-    Rule("reports/embeddings/*/eval.json:*_only_b", why="baseline (only-b)"),
-    Rule("reports/embeddings/*/eval.json:*_3cosadd", "higher", abs_tol=0.005),
-    Rule("reports/embeddings/*/eval.json:*_3cosmul", "higher", abs_tol=0.005),
-    Rule("reports/embeddings/*/eval.json:*_spearman", "higher", abs_tol=0.02),
+    *(
+        Rule(
+            pattern,
+            how["better"],
+            how["abs_tol"],
+            how["rel_tol"],
+            "firth.embeddings.results",
+        )
+        for pattern, how in embedding_rules()
+    ),
     Rule("reports/lm/*/eval.json:test.perplexity", "lower", rel_tol=0.02),
     Rule("reports/nmt/*/eval.json:*.bleu", "higher", abs_tol=0.5),
     Rule("reports/nmt/*/eval.json:*.chrf", "higher", abs_tol=0.5),

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from firth.embeddings.results import EmbeddingEval
 from firth.formatting import num
 from firth.report import Section
 
@@ -132,13 +133,17 @@ def crf_keeps_bio(tagging: dict[str, dict]) -> Finding:
     )
 
 
-def sgns_close_to_ppmi(emb: dict[str, dict]) -> Finding:
+def _wordsim(e: EmbeddingEval | None) -> float | None:
+    sim = e.summary.similarity.get("wordsim353") if e else None
+    return sim.spearman.mean if sim else None
+
+
+def sgns_close_to_ppmi(emb: dict[str, EmbeddingEval]) -> Finding:
     claim = "SGNS and PPMI-SVD are close (WordSim-353 within 0.05 Spearman)"
     src = "Levy, Goldberg and Dagan 2015"
-    key = "wordsim353_spearman"
-    if key not in emb.get("sgns", {}) or key not in emb.get("ppmi-svd", {}):
+    a, b = _wordsim(emb.get("sgns")), _wordsim(emb.get("ppmi-svd"))
+    if a is None or b is None:
         return Finding(claim, src, "needs sgns and ppmi-svd", MISSING)
-    a, b = emb["sgns"][key], emb["ppmi-svd"][key]
     return Finding(
         claim,
         src,
@@ -147,14 +152,12 @@ def sgns_close_to_ppmi(emb: dict[str, dict]) -> Finding:
     )
 
 
-def exclusion_matters(emb: dict[str, dict]) -> Finding:
+def exclusion_matters(emb: dict[str, EmbeddingEval]) -> Finding:
     claim = "3CosAdd collapses without excluding the question words"
     src = "Linzen 2016; Levy and Goldberg 2014"
-    e = emb.get("sgns", {})
-    excl, incl = (
-        e.get("analogy-google_top_3cosadd"),
-        e.get("analogy-google_top_3cosadd_incl"),
-    )
+    e = emb.get("sgns")
+    top = e.summary.analogy_at("top") if e else None
+    excl, incl = (top.cos_add.mean, top.cos_add_incl.mean) if top else (None, None)
     if excl is None or incl is None:
         return Finding(claim, src, "needs the sgns analogy scores", MISSING)
     return Finding(
@@ -203,7 +206,7 @@ CHECKS: list[tuple[str, Callable[..., Finding]]] = [
 
 def findings(
     *,
-    emb: dict[str, dict],
+    emb: dict[str, EmbeddingEval],
     lm: dict[str, dict],
     nmt: dict[str, dict],
     tagging: dict[str, dict],

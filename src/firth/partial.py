@@ -13,13 +13,14 @@ the committed metrics alone.
 
 from __future__ import annotations
 
+from firth.embeddings.results import EmbeddingEval
 from firth.formatting import num
 from firth.nli.report import ENABLE
 from firth.report import Section
 
 
 def partial_input_section(
-    embeddings: dict[str, dict],
+    embeddings: dict[str, EmbeddingEval],
     lm: dict[str, dict],
     nmt: dict[str, dict],
     tagging: dict[str, dict],
@@ -27,12 +28,10 @@ def partial_input_section(
 ) -> Section:
     rows: list[list[str]] = []
     for method, e in sorted(embeddings.items()):
-        full, part = (
-            e.get("analogy-google_top_3cosadd"),
-            e.get("analogy-google_top_only_b"),
-        )
-        if full is None or part is None:
+        top = e.summary.analogy_at("top")
+        if top is None or top.cos_add.mean is None or top.only_b.mean is None:
             continue
+        full, part = top.cos_add.mean, top.only_b.mean
         rows.append(
             [
                 "analogy (questions-words, top 30k)",

@@ -1,0 +1,345 @@
+"""The report's word-embedding section: methods side by side (gensim the
+reference), every seed, analogies by section, neighbours of probe words, the
+benchmark against gensim, and the figures; read from the typed result files
+(firth.embeddings.results)."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from firth.embeddings.results import (  # noqa: E402
+    EmbeddingEval,
+    EmbeddingTrain,
+    Scores,
+)
+from firth.formatting import num  # noqa: E402
+from firth.report import Section, Table, figure_png  # noqa: E402
+from firth.results import Spread  # noqa: E402
+
+ORDER = ("sgns", "subword", "ppmi-svd", "glove", "gensim")
+SIMILARITY = (("wordsim353", "WS-353"), ("simlex999", "SimLex-999"))
+INTRO = (
+    "Trained on data/subsampled/text/train.txt; gensim's Word2Vec (skip-gram, "
+    "same d, window, negatives, sample, min_count, epochs, threads) is the "
+    "reference. Analogies: Google set, accuracy over covered questions; 'top' "
+    "restricts candidates to the 30,000 most frequent words (gensim/word2vec "
+    "convention), 'full' uses the whole vocabulary; 3CosAdd excludes the three "
+    "input words, '3CosAdd incl.' does not; only-b answers the nearest "
+    "neighbour of b (a baseline). Similarity: Spearman over the pairs whose "
+    "words have vectors (coverage beside it)."
+)
+
+
+def ordered(methods) -> list[str]:
+    return [m for m in ORDER if m in methods] + sorted(
+        m for m in methods if m not in ORDER
+    )
+
+
+def spread(s: Spread | None, digits: int = 4) -> str:
+    """mean ± sd where there are several seeds, else the value."""
+    if s is None or s.mean is None:
+        return "-"
+    if s.n > 1 and s.sd is not None:
+        return f"{num(s.mean, digits)} ± {num(s.sd, digits)}"
+    return num(s.mean, digits)
+
+
+def _mean(s: Spread | None) -> float | None:
+    return None if s is None else s.mean
+
+
+def embeddings_section(
+    train: dict[str, list[EmbeddingTrain]],
+    evals: dict[str, EmbeddingEval],
+    details: dict[str, dict],
+    bench: dict | None,
+    curves: dict[str, dict[int, list[tuple[int, float]]]] | None = None,
+) -> Section:
+    """``train``: each method's train records (one per seed); ``details``: each
+    method's eval_detail.json; ``curves``: method -> seed -> (epoch, training
+    loss) of the iterative methods."""
+    methods = ordered(evals)
+    sec = Section("Word embeddings", INTRO)
+    sec.tables.append(methods_table(methods, train, evals))
+    sec.tables.append(seeds_table(methods, evals))
+    if any(evals[m].summary.similarity_with_oov for m in methods):
+        sec.tables.append(oov_similarity_table(methods, evals))
+    top = {m: _top_detail(details.get(m, {})) for m in methods}
+    names = list(dict.fromkeys(n for r in top.values() if r for n in r["sections"]))
+    if names:
+        sec.tables.append(analogy_sections_table(methods, top, names))
+    sec.tables += neighbour_tables(methods, details)
+    if bench:
+        sec.tables.append(benchmark_table(bench))
+    sec.figures.append(
+        ("Embedding quality by method", embeddings_figure(methods, evals))
+    )
+    if names:
+        sec.figures.append(
+            (
+                "Analogy accuracy (3CosAdd, top candidates) by section of the "
+                "Google set: semantic sections first, then the syntactic ones",
+                analogy_sections_figure(methods, top),
+            )
+        )
+    if curves:
+        sec.figures.append(
+            (
+                "Training loss per epoch (each method's own objective, log scale; "
+                "one line per seed)",
+                embedding_loss_figure(curves),
+            )
+        )
+    return sec
+
+
+def methods_table(
+    methods: list[str],
+    train: dict[str, list[EmbeddingTrain]],
+    evals: dict[str, EmbeddingEval],
+) -> tuple[str, Table]:
+    rows = []
+    for m in methods:
+        s, runs = evals[m].summary, train.get(m, [])
+
+        def avg(key, runs=runs):
+            vals = [getattr(r, key) for r in runs]
+            return sum(vals) / len(vals) if vals else None
+
+        top = s.analogy_at("top")
+        full = s.analogy_at("full")
+        sim = [s.similarity.get(k) for k, _ in SIMILARITY]
+        rows.append(
+            [
+                m,
+                str(len(evals[m].seeds)),
+                num(avg("words_per_second"), 0),
+                num(avg("seconds"), 1),
+                num(avg("peak_rss_mb"), 0),
+                spread(top and top.cos_add),
+                num(_mean(top and top.cos_add_incl)),
+                num(_mean(top and top.cos_mul)),
+                num(_mean(top and top.only_b)),
+                num(_mean(top and top.coverage), 3)
+                + " / "
+                + num(_mean(full and full.coverage), 3),
+                num(_mean(full and full.cos_add)),
+                *(
+                    f"{spread(x and x.spearman)} ({num(_mean(x and x.coverage), 2)})"
+                    for x in sim
+                ),
+            ]
+        )
+    header = ["method", "seeds", "words/s", "train s", "peak RSS MB"]
+    header += ["3CosAdd (top)", "3CosAdd incl.", "3CosMul", "only-b"]
+    header += ["coverage top / full", "3CosAdd (full)"]
+    header += [f"{label} (cov.)" for _, label in SIMILARITY]
+    return (
+        "Methods (stage runs: train-embeddings-<method>@<seed>, "
+        "evaluate-embeddings@<method>; means over the seeds, ± sample sd)",
+        (header, rows),
+    )
+
+
+def seeds_table(methods: list[str], evals: dict[str, EmbeddingEval]):
+    def row(m: str, seed: str, r: Scores) -> list[str]:
+        top = r.analogy_at("top")
+        full = r.analogy_at("full")
+        sims = [r.similarity.get(k) for k, _ in SIMILARITY]
+        return [
+            m,
+            seed,
+            num(top and top.cos_add),
+            num(top and top.cos_mul),
+            num(full and full.cos_add),
+            *(num(x and x.spearman) for x in sims),
+        ]
+
+    rows = [row(m, seed, r) for m in methods for seed, r in evals[m].runs.items()]
+    header = ["method", "seed", "3CosAdd (top)", "3CosMul", "3CosAdd (full)"]
+    return (
+        "Every run (one row per method and seed)",
+        (header + [label for _, label in SIMILARITY], rows),
+    )
+
+
+def oov_similarity_table(methods: list[str], evals: dict[str, EmbeddingEval]):
+    rows = [
+        [
+            f"{m}: {name}",
+            f"{spread(x.spearman)} ({num(x.coverage.mean, 2)})",
+        ]
+        for m in methods
+        for name, x in evals[m].summary.similarity_with_oov.items()
+    ]
+    return (
+        "Similarity with vectors for unseen words too (subword model)",
+        (["method: set", "Spearman (coverage)"], rows),
+    )
+
+
+def _top_detail(detail: dict) -> dict | None:
+    """The detail of the analogy set's 'top' candidates (its sections)."""
+    return next(
+        (r for k, r in detail.get("analogy", {}).items() if k.endswith("/top")), None
+    )
+
+
+def analogy_sections_table(methods, top, names) -> tuple[str, Table]:
+    rows = []
+    for n in names:
+        entries = [top[m]["sections"].get(n) if top[m] else None for m in methods]
+        cov = next((f"{e['covered']}/{e['questions']}" for e in entries if e), "-")
+        rows.append([n, *(num(e["3cosadd"], 3) if e else "-" for e in entries), cov])
+    return (
+        "3CosAdd by analogy section (top candidates)",
+        (["section", *methods, "covered"], rows),
+    )
+
+
+def neighbour_tables(methods: list[str], details: dict[str, dict]) -> list:
+    probe_rows, oov_rows = [], []
+    for m in methods:
+        for entry in details.get(m, {}).get("neighbours", []):
+            near = ", ".join(w for w, _ in entry["neighbours"][:6])
+            probe_rows.append([entry["word"], m, near or "(not in vocabulary)"])
+        for entry in details.get(m, {}).get("oov_neighbours", []):
+            near = ", ".join(w for w, _ in entry["neighbours"][:6])
+            seen = "in vocabulary" if entry["in_vocab"] else "unseen"
+            oov_rows.append([entry["word"], seen, m, near or "(no known n-gram)"])
+    out = []
+    if probe_rows:
+        probe_rows.sort(key=lambda r: r[0])
+        header = ["probe", "method", "neighbours"]
+        out.append(("Nearest neighbours (cosine)", (header, probe_rows)))
+    if oov_rows:
+        header = ["word", "status", "method", "neighbours"]
+        out.append(("Neighbours of words built from n-grams", (header, oov_rows)))
+    return out
+
+
+def embeddings_figure(methods: list[str], evals: dict[str, EmbeddingEval]) -> bytes:
+    def values(s: Scores) -> list[float]:
+        top = s.analogy_at("top")
+        sims = [s.similarity.get(k) for k, _ in SIMILARITY]
+        picked = [top and top.cos_add, top and top.cos_mul, top and top.only_b]
+        picked += [x and x.spearman for x in sims]
+        return [_mean(x) or 0.0 for x in picked]
+
+    labels = ["analogy 3CosAdd", "analogy 3CosMul", "only-b baseline"]
+    labels += [f"{label} ρ" for _, label in SIMILARITY]
+    fig, ax = plt.subplots(figsize=(7.5, 4.0))
+    width = 0.8 / max(1, len(methods))
+    for i, m in enumerate(methods):
+        vals = values(evals[m].summary)
+        ax.bar([j + i * width for j in range(len(labels))], vals, width, label=m)
+    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(labels))])
+    ax.set_xticklabels(labels, fontsize=8)
+    ax.axhline(0, color="black", linewidth=0.6)
+    ax.set_ylabel("accuracy / Spearman")
+    ax.legend(fontsize=8)
+    ax.grid(True, axis="y", alpha=0.3)
+    return figure_png(fig)
+
+
+def benchmark_table(bench: dict) -> tuple[str, Table]:
+    summary, ratios = bench["summary"], bench.get("ratio_to_gensim", {})
+    rows = []
+    for m, e in summary.items():
+        r = ratios.get(m, {})
+        rows.append(
+            [
+                m,
+                str(e["runs"]),
+                f"{e['words_per_second']:,.0f}",
+                num(r.get("words_per_second"), 2) if r else "1",
+                f"{e['peak_rss_mb']:,.0f}",
+                f"{e['analogy_3cosadd']:.4f} ± {e['analogy_3cosadd_sd']:.4f}",
+                f"{e['wordsim353_spearman']:.3f} ± {e['wordsim353_spearman_sd']:.3f}",
+                f"{e['simlex999_spearman']:.3f} ± {e['simlex999_spearman_sd']:.3f}",
+                " / ".join(
+                    num(r.get(k), 2)
+                    for k in (
+                        "analogy_3cosadd",
+                        "wordsim353_spearman",
+                        "simlex999_spearman",
+                    )
+                )
+                if r
+                else "1 / 1 / 1",
+                f"{bench.get('text8_expected_cpu_seconds', {}).get(m, '-'):,}"
+                if m in bench.get("text8_expected_cpu_seconds", {})
+                else "-",
+            ]
+        )
+    caption = (
+        f"Benchmark: `{bench['command']}` ({bench['machine']['cpus']} CPUs, "
+        f"corpus {bench['corpus']}; mean ± sd over seeds; ratios to gensim)"
+    )
+    return (
+        caption,
+        (
+            [
+                "method",
+                "runs",
+                "words/s",
+                "speed ratio",
+                "peak RSS MB",
+                "3CosAdd",
+                "WS-353",
+                "SimLex-999",
+                "quality ratios",
+                "text8 CPU s (est.)",
+            ],
+            rows,
+        ),
+    )
+
+
+def analogy_sections_figure(methods: list[str], top: dict[str, dict | None]) -> bytes:
+    """3CosAdd per analogy section (top candidates), one bar per method."""
+    names = list(dict.fromkeys(n for r in top.values() if r for n in r["sections"]))
+    fig, ax = plt.subplots(
+        figsize=(7.5, 0.32 * len(names) * max(1, len(methods)) / 2 + 1.5)
+    )
+    height = 0.8 / max(1, len(methods))
+    for i, m in enumerate(methods):
+        secs = (top.get(m) or {}).get("sections", {})
+        vals = [(secs.get(n) or {}).get("3cosadd") or 0.0 for n in names]
+        ax.barh([j + i * height for j in range(len(names))], vals, height, label=m)
+    ax.set_yticks([j + 0.4 - height / 2 for j in range(len(names))])
+    ax.set_yticklabels(names, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("3CosAdd accuracy (covered questions, top candidates)")
+    ax.legend(fontsize=7, loc="lower right")
+    ax.grid(True, axis="x", alpha=0.3)
+    return figure_png(fig)
+
+
+def embedding_loss_figure(
+    curves: dict[str, dict[int, list[tuple[int, float]]]],
+) -> bytes:
+    """Training loss per epoch of each iterative method, every seed a line."""
+    fig, ax = plt.subplots(figsize=(7.0, 3.6))
+    for i, (m, seeds) in enumerate(sorted(curves.items())):
+        for j, (_seed, points) in enumerate(sorted(seeds.items())):
+            xs, ys = zip(*points, strict=True)
+            ax.plot(
+                xs,
+                ys,
+                color=f"C{i}",
+                alpha=1.0 if j == 0 else 0.5,
+                marker="o",
+                markersize=3,
+                label=m if j == 0 else None,
+            )
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("training loss (method's own objective)")
+    ax.set_yscale("log")
+    ax.legend(fontsize=8)
+    ax.grid(True, alpha=0.3)
+    return figure_png(fig)

@@ -1,0 +1,147 @@
+"""The committed results of the embedding stages: train.json of each method and
+seed (reports/embeddings/<method>/seed-<seed>/) and eval.json of each method
+(reports/embeddings/<method>/): every seed's scores under ``runs`` and their
+Spread over the seeds under ``summary``, in one shape (``Scores``)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Generic, Literal, TypeVar
+
+from pydantic import Field
+
+from firth.results import Record, Spread, spread_tree, tracked, tracking
+
+N = TypeVar("N")  # float | None for one seed, Spread for the summary
+ANALOGY = "analogy-google"  # the analogy set the report, findings and baselines read
+
+
+class Analogy(Record, Generic[N]):
+    """Analogy accuracy over the covered questions of one set and candidate
+    vocabulary: 3CosAdd excluding the question words and including them, 3CosMul,
+    the only-b baseline, and the share of questions covered."""
+
+    coverage: N
+    cos_add: N = tracked("higher", abs_tol=0.005, alias="3cosadd")
+    cos_add_incl: N = Field(alias="3cosadd_incl")
+    cos_mul: N = tracked("higher", abs_tol=0.005, alias="3cosmul")
+    only_b: N
+
+
+class Similarity(Record, Generic[N]):
+    """Spearman correlation with human similarity judgements over the pairs whose
+    words have vectors, and the share of pairs covered."""
+
+    spearman: N = tracked("higher", abs_tol=0.02)
+    coverage: N
+
+
+VocabSlice = Literal["top", "full"]
+
+
+class Scores(Record, Generic[N]):
+    """One seed's scores (or their spread): analogies by set and candidate
+    vocabulary ('top': the most frequent words, 'full': all), similarity by set,
+    and for the subword model similarity with composed vectors for unseen words."""
+
+    vocab: N
+    analogy: dict[str, dict[VocabSlice, Analogy[N]]] = {}
+    similarity: dict[str, Similarity[N]] = {}
+    similarity_with_oov: dict[str, Similarity[N]] = {}
+
+    def analogy_at(self, vocab: VocabSlice, name: str = ANALOGY) -> Analogy[N] | None:
+        """The analogy scores of set ``name`` over the ``vocab`` candidates."""
+        return self.analogy.get(name, {}).get(vocab)
+
+
+class EmbeddingEval(Record):
+    method: str
+    seeds: list[int]
+    summary: Scores[Spread]
+    runs: dict[str, Scores[float | None]]
+
+    @classmethod
+    def of(cls, method: str, runs: dict[int, Scores]) -> EmbeddingEval:
+        """Every seed's scores and their spread."""
+        dumped = [s.model_dump(by_alias=True) for s in runs.values()]
+        return cls(
+            method=method,
+            seeds=list(runs),
+            summary=Scores[Spread].model_validate(spread_tree(dumped)),
+            runs={str(k): v for k, v in runs.items()},
+        )
+
+
+def compare_rules() -> list[tuple[str, dict]]:
+    """(pattern, tracking) for firth compare: the seed means of eval.json's
+    tracked scores (the only-b baseline and coverages are shown, not judged)."""
+    path = "reports/embeddings/*/eval.json"
+    out = [
+        (f"{path}:summary.analogy.*.*.{key}.mean", how)
+        for key, how in tracking(Analogy).items()
+    ]
+    out += [
+        (f"{path}:summary.{part}.*.{key}.mean", how)
+        for part in ("similarity", "similarity_with_oov")
+        for key, how in tracking(Similarity).items()
+    ]
+    return out
+
+
+class _Train(Record):
+    """What every embedding trainer records."""
+
+    seed: int
+    corpus_sha256: str
+    corpus_tokens: int
+    vocab: int
+    seconds: float
+    words_per_second: float
+    peak_rss_mb: float
+    threads: int
+
+
+class _Iterative(_Train):
+    device: str
+    final_loss: float
+
+
+class SgnsTrain(_Iterative):
+    method: Literal["sgns"]
+    first_loss: float
+    kept_tokens_per_epoch: float
+    pairs: int
+    pairs_per_epoch: float
+
+
+class SubwordTrain(_Iterative):
+    method: Literal["subword"]
+    first_loss: float
+    kept_tokens_per_epoch: float
+    pairs: int
+    pairs_per_epoch: float
+    input_rows: int
+    used_buckets: int
+
+
+class GloveTrain(_Iterative):
+    method: Literal["glove"]
+    nonzeros: int
+
+
+class PpmiSvdTrain(_Train):
+    method: Literal["ppmi-svd"]
+    cooccurrence_nonzeros: int
+    ppmi_nonzeros: int
+    top_singular_values: list[float]
+
+
+class GensimTrain(_Train):
+    method: Literal["gensim"]
+    gensim_vocab: int
+    workers: int
+
+
+EmbeddingTrain = Annotated[
+    SgnsTrain | SubwordTrain | GloveTrain | PpmiSvdTrain | GensimTrain,
+    Field(discriminator="method"),
+]

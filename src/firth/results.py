@@ -1,0 +1,122 @@
+"""Typed result files: the base of every committed train/eval JSON schema (each
+task's own ``results`` module), one shape for a statistic over seeds (``Spread``),
+and how a schema says which of its numbers are tracked (``tracked``: better
+higher or lower, and the tolerance), which ``firth compare`` reads.
+
+A result file is written through its schema (``save``: validated, then key-sorted
+JSON, atomically) and read through it (``load``: a file that does not match is a
+one-line error naming the file and the first wrong key)."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from firth.errors import DataError
+from firth.io import read_json, write_json
+
+Better = Literal["higher", "lower"]
+R = TypeVar("R")
+
+
+class Record(BaseModel):
+    """Base of every result schema: frozen, no unknown keys; fields may carry a
+    JSON alias (``3cosadd``) and are filled by name or alias."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+def tracked(
+    better: Better, *, abs_tol: float = 0.0, rel_tol: float = 0.0, **kw: Any
+) -> Any:
+    """A field whose change between two versions ``firth compare`` judges: a move
+    in the bad direction beyond max(abs_tol, rel_tol * |old|) is a regression."""
+    extra = {"better": better, "abs_tol": abs_tol, "rel_tol": rel_tol}
+    return Field(json_schema_extra={"tracked": extra}, **kw)
+
+
+def tracking(schema: type[BaseModel]) -> dict[str, dict]:
+    """The tracked fields of ``schema`` by JSON name (alias where there is one)."""
+    out = {}
+    for name, info in schema.model_fields.items():
+        extra = info.json_schema_extra
+        if isinstance(extra, dict) and "tracked" in extra:
+            out[info.alias or name] = extra["tracked"]
+    return out
+
+
+class Spread(Record):
+    """A statistic over seeds: the mean, the sample standard deviation (0 for one
+    seed) and the number of seeds; mean None when any seed has no value."""
+
+    mean: float | None
+    sd: float | None
+    n: int
+
+    @classmethod
+    def of(cls, values: Sequence[float | None], *, digits: int = 6) -> Spread:
+        if not values or any(v is None or math.isnan(v) for v in values):
+            return cls(mean=None, sd=None, n=len(values))
+        sd = statistics.stdev(values) if len(values) > 1 else 0.0
+        return cls(
+            mean=round(statistics.fmean(values), digits),
+            sd=round(sd, digits),
+            n=len(values),
+        )
+
+    def __str__(self) -> str:  # for logs
+        return f"{self.mean} ± {self.sd} (n={self.n})"
+
+
+def spread_tree(trees: Sequence[Any]) -> Any:
+    """Walk same-shaped JSON trees (one per seed) in parallel: each number (or
+    None) becomes the Spread of its values; dicts keep their keys (a key some
+    trees lack is dropped); anything else must be equal in every tree and is
+    kept."""
+    first = trees[0]
+    if isinstance(first, dict):
+        keys = [k for k in first if all(isinstance(t, dict) and k in t for t in trees)]
+        return {k: spread_tree([t[k] for t in trees]) for k in keys}
+    if first is None or _number(first):
+        return Spread.of(trees).model_dump()
+    if any(t != first for t in trees):
+        raise ValueError(f"values differ across seeds: {trees!r}")
+    return first
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def save(path: str | Path, record: Record) -> None:
+    """``record`` as key-sorted JSON (aliases as keys), written atomically."""
+    write_json(path, record.model_dump(mode="json", by_alias=True))
+
+
+def parse(obj: Any, schema: type[R] | Any, where: str | Path) -> R:
+    """``obj`` validated as ``schema`` (a Record class or a union of them); a
+    mismatch is a DataError naming ``where`` and the first wrong key."""
+    try:
+        return TypeAdapter(schema).validate_python(obj)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        name = getattr(schema, "__name__", "result")
+        raise DataError(
+            f"{where}: not a {name} result: key '{key}': {err['msg']} "
+            f"({exc.error_count()} problem(s) in all)"
+        ) from None
+
+
+def load(path: str | Path, schema: type[R] | Any) -> R:
+    """The result file at ``path`` read through ``schema``."""
+    return parse(read_json(path), schema, path)
+
+
+def load_if(path: Path, schema: type[R] | Any) -> R | None:
+    return load(path, schema) if path.exists() else None
