@@ -31,7 +31,9 @@ from firth.lm.gradient_flow import model_gradient_norms
 from firth.lm.lines import by_line, kn_by_line, score_targets
 from firth.lm.metrics import bits_per_char, characters, perplexity
 from firth.lm.models import build_model
+from firth.lm.results import LmEval
 from firth.lm.train import sample
+from firth.results import parse, save
 
 log = logging.getLogger("evaluate_lm")
 
@@ -174,8 +176,9 @@ def body(args) -> None:
             "distance": far["distance"],
             "relative_norm": far["relative"],
         }
-    write_json(args.root / "reports" / "lm" / args.run / "eval.json", result)
-    write_json(args.root / "reports" / "lm" / args.run / "eval_detail.json", detail)
+    rep = args.root / "reports" / "lm" / args.run
+    save(rep / "eval.json", parse(result, LmEval, f"evaluate-lm@{args.run} scores"))
+    write_json(rep / "eval_detail.json", detail)
 
 
 def kn_samples(lm: kneser_ney.KneserNey, ev, gen: torch.Generator) -> list[dict]:

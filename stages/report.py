@@ -16,11 +16,12 @@ from firth.embeddings.report import embeddings_section
 from firth.embeddings.results import EmbeddingEval, EmbeddingTrain
 from firth.findings import findings, findings_section
 from firth.io import atomic_path, read_json, write_text
+from firth.lm.report import lm_section
+from firth.lm.results import LmEval, LmTrain
 from firth.nli.report import nli_section
 from firth.nmt.report import nmt_section
 from firth.partial import partial_input_section
 from firth.report import (
-    lm_section,
     not_run_section,
     parallel_section,
     render_html,
@@ -31,7 +32,7 @@ from firth.report import (
     text_section,
     tokenizer_section,
 )
-from firth.results import load
+from firth.results import load, parse
 from firth.tagging.report import tagging_section
 
 
@@ -253,16 +254,21 @@ def body(args) -> None:
                 _not_run(params, ["embeddings.seeds"], "evaluate-embeddings"),
             )
         )
-    lm_runs = _runs(root / "reports" / "lm")
-    if lm_runs[1]:
+    lm_dir = root / "reports" / "lm"
+    lm_train, lm_evals, lm_details, lm_curves = _runs(lm_dir)
+    lm_evals = {r: parse(e, LmEval, lm_dir / r) for r, e in lm_evals.items()}
+    if lm_evals:
         card(
             lm_section(
-                *lm_runs,
+                {r: parse(t, LmTrain, lm_dir / r) for r, t in lm_train.items() if t},
+                lm_evals,
+                lm_details,
+                lm_curves,
                 _maybe(bench / "lm.json"),
                 _maybe(root / "reports" / "audit" / "text.json"),
             ),
             ["lm", "evaluate_lm", "subsample.text", "accel"],
-            lm_runs[0],
+            lm_train,
             ("text",),
         )
     else:
@@ -332,11 +338,11 @@ def body(args) -> None:
         )
     else:
         sections.append(nli_section(nli_evals, nli_train))
-    if evals or lm_runs[1] or nmt_runs[1] or tag_evals or nli_evals:
+    if evals or lm_evals or nmt_runs[1] or tag_evals or nli_evals:
         sections.append(
-            partial_input_section(evals, lm_runs[1], nmt_runs[1], tag_evals, nli_evals)
+            partial_input_section(evals, lm_evals, nmt_runs[1], tag_evals, nli_evals)
         )
-    found = findings(emb=evals, lm=lm_runs[1], nmt=nmt_runs[1], tagging=tag_evals)
+    found = findings(emb=evals, lm=lm_evals, nmt=nmt_runs[1], tagging=tag_evals)
     sections.insert(0, findings_section(found, budget_note=_budget(params)))
     meta = {
         "code revision": revision,

@@ -24,11 +24,13 @@ from firth import distributed, runner
 from firth.checkpoint import Checkpoint, run_key
 from firth.config import load_sections
 from firth.errors import ConfigError
-from firth.io import atomic_path, sha256_file, write_json
+from firth.io import atomic_path, sha256_file
 from firth.lm import kneser_ney
 from firth.lm.data import build_vocabulary, encode_stream, read_lines
 from firth.lm.models import build_model
+from firth.lm.results import LmTrain
 from firth.lm.train import score, train
+from firth.results import parse, save
 
 log = logging.getLogger("train_lm")
 
@@ -160,7 +162,7 @@ def body(args) -> None:
         distributed.shutdown()
     stats["peak_rss_mb"] = round(peak_rss_mb(), 1)
     rep = args.root / "reports" / "lm" / args.run
-    write_json(rep / "train.json", stats)
+    save(rep / "train.json", parse(stats, LmTrain, f"train-lm@{args.run} stats"))
     with atomic_path(rep / "curve.csv") as tmp:
         with open(tmp, "w", newline="", encoding="utf-8") as f:
             cols = [

@@ -51,3 +51,26 @@ def embedding_eval(
     if wordsim is not None:
         scores["similarity"]["wordsim353"] = {"spearman": wordsim, "coverage": 0.9}
     return EmbeddingEval.of(method, {13: Scores[float | None].model_validate(scores)})
+
+
+def lm_eval(family, *, bits_per_char=1.5, perplexity=100.0, unigram=400.0):
+    """A word-level LmEval with the given test scores (valid equal to test)."""
+    from firth.lm.results import LmEval
+
+    split = {
+        "perplexity": perplexity,
+        "bits_per_char": bits_per_char,
+        "nll_bits": 1.0,
+        "tokens": 10,
+        "characters": 50,
+        "oov_rate": 0.0,
+        "tokens_per_second": 1,
+        "baselines": {
+            "uniform": {"perplexity": 1000.0, "bits_per_char": 3.0},
+            "unigram": {"perplexity": unigram, "bits_per_char": 2.0},
+        },
+    }
+    return LmEval.model_validate(
+        {"run": family, "family": family, "seed": 13, "unit": "word", "vocab": 1000}
+        | {"valid": split, "test": split}
+    )

@@ -1,13 +1,13 @@
 """The findings table: each verdict against planted metrics (holds, does not
 hold, not run), and the report stage puts it first."""
 
-from conftest import embedding_eval
+from conftest import embedding_eval, lm_eval
 
 from firth.findings import FAILS, HOLDS, MISSING, findings, findings_section
 
 
 def lm(family, bpc):
-    return {"family": family, "test": {"bits_per_char": bpc}}
+    return lm_eval(family, bits_per_char=bpc)
 
 
 def nmt(run, model, bleu, chrf, **extra):

@@ -1,17 +1,16 @@
 """The partial-input table picks each task's full model and baseline from the
 metrics and computes the gaps."""
 
-from conftest import embedding_eval
+from conftest import embedding_eval, lm_eval
 
 from firth.partial import partial_input_section
 
 
 def test_partial_input_table_rows_and_gaps():
     emb = {"sgns": embedding_eval("sgns", cos_add=0.25, cos_add_incl=0.0, only_b=0.05)}
-    base = {"uniform": {"perplexity": 1000.0}, "unigram": {"perplexity": 400.0}}
     lm = {
-        "lstm": {"unit": "word", "test": {"perplexity": 50.0, "baselines": base}},
-        "kn5": {"unit": "word", "test": {"perplexity": 70.0, "baselines": base}},
+        "lstm": lm_eval("lstm", perplexity=50.0, unigram=400.0),
+        "kn5": lm_eval("kn", perplexity=70.0, unigram=400.0),
     }
     nmt = {
         "bahdanau": {"model": "bahdanau", "beam": {"bleu": 60.0}},

@@ -26,6 +26,7 @@ import yaml
 
 from firth.embeddings.results import compare_rules as embedding_rules
 from firth.errors import ConfigError, DataError
+from firth.lm.results import compare_rules as lm_rules
 
 Better = Literal["higher", "lower"]
 WORKSPACE = "workspace"
@@ -82,7 +83,10 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         )
         for pattern, how in embedding_rules()
     ),
-    Rule("reports/lm/*/eval.json:test.perplexity", "lower", rel_tol=0.02),
+    *(
+        Rule(pattern, how["better"], how["abs_tol"], how["rel_tol"], "firth.lm.results")
+        for pattern, how in lm_rules()
+    ),
     Rule("reports/nmt/*/eval.json:*.bleu", "higher", abs_tol=0.5),
     Rule("reports/nmt/*/eval.json:*.chrf", "higher", abs_tol=0.5),
     Rule("reports/tagging/*/eval.json:summary.*.f1.mean", "higher", abs_tol=0.01),

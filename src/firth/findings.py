@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from firth.embeddings.results import EmbeddingEval
 from firth.formatting import num
+from firth.lm.results import LmEval
 from firth.report import Section
 
 HOLDS, FAILS, MISSING = "holds", "does not hold", "not run"
@@ -30,14 +31,14 @@ def _mean(values: list[float]) -> float:
     return sum(values) / len(values)
 
 
-def lstm_beats_kn(lm: dict[str, dict]) -> Finding:
+def lstm_beats_kn(lm: dict[str, LmEval]) -> Finding:
     claim, src = "An LSTM LM beats Kneser-Ney in bits/char", "Jozefowicz et al. 2016"
-    lstm = [e for e in lm.values() if e.get("family") == "lstm"]
-    kn = [e for e in lm.values() if e.get("family") == "kn"]
+    lstm = [e for e in lm.values() if e.family == "lstm"]
+    kn = [e for e in lm.values() if e.family == "kn"]
     if not lstm or not kn:
         return Finding(claim, src, "needs an lstm and a kn run", MISSING)
-    b_lstm = [e["test"]["bits_per_char"] for e in lstm]
-    b_kn = _mean([e["test"]["bits_per_char"] for e in kn])
+    b_lstm = [e.test.bits_per_char for e in lstm]
+    b_kn = _mean([e.test.bits_per_char for e in kn])
     ok = max(b_lstm) < b_kn
     evidence = (
         f"LSTM {num(_mean(b_lstm))} bits/char (worst of {len(b_lstm)} seeds "
@@ -207,7 +208,7 @@ CHECKS: list[tuple[str, Callable[..., Finding]]] = [
 def findings(
     *,
     emb: dict[str, EmbeddingEval],
-    lm: dict[str, dict],
+    lm: dict[str, LmEval],
     nmt: dict[str, dict],
     tagging: dict[str, dict],
 ) -> list[Finding]:

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 from firth.embeddings.results import EmbeddingEval
 from firth.formatting import num
+from firth.lm.results import LmEval
 from firth.nli.report import ENABLE
 from firth.report import Section
 
 
 def partial_input_section(
     embeddings: dict[str, EmbeddingEval],
-    lm: dict[str, dict],
+    lm: dict[str, LmEval],
     nmt: dict[str, dict],
     tagging: dict[str, dict],
     nli: dict[str, dict] | None = None,
@@ -43,23 +44,19 @@ def partial_input_section(
                 "accuracy %",
             ]
         )
-    scored = {
-        r: e
-        for r, e in lm.items()
-        if "unigram" in e.get("test", {}).get("baselines", {})
-    }
+    scored = {r: e for r, e in lm.items() if "unigram" in e.test.baselines}
     if scored:
-        best = min(scored, key=lambda r: scored[r]["test"]["perplexity"])
-        t = scored[best]["test"]
-        uni = t["baselines"]["unigram"]["perplexity"]
+        best = min(scored, key=lambda r: scored[r].test.perplexity)
+        t = scored[best].test
+        uni = t.baselines["unigram"].perplexity
         rows.append(
             [
-                f"language model ({scored[best].get('unit', '?')} test perplexity)",
+                f"language model ({scored[best].unit} test perplexity)",
                 best,
-                num(t["perplexity"], 2),
+                num(t.perplexity, 2),
                 "unigram (no context)",
                 num(uni, 2),
-                num(t["perplexity"] - uni, 2),
+                num(t.perplexity - uni, 2),
                 "perplexity (lower is better)",
             ]
         )

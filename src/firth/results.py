@@ -73,6 +73,42 @@ class Spread(Record):
         return f"{self.mean} ± {self.sd} (n={self.n})"
 
 
+class Contamination(Record):
+    """A score on all / dirty / clean evaluation examples (the audit's flags), the
+    counts, the clean share and (clean - all) / all, as the GPT-3 paper's appendix
+    C reports it (firth.audit.scores.split_scores)."""
+
+    all: float | None
+    dirty: float | None
+    clean: float | None
+    n_all: int
+    n_dirty: int
+    n_clean: int
+    clean_share: float | None
+    clean_vs_all: float | None
+
+
+class Hardware(Record):
+    """Where a neural model trained (firth.accel, firth.distributed)."""
+
+    device: str
+    precision: str
+    compile: bool
+    processes: int = 1
+    threads: int
+
+
+class LoopStats(Record):
+    """What firth.training.fit reports of a run."""
+
+    steps: int
+    planned_steps: int
+    steps_per_epoch: int
+    epochs_run: float
+    early_stopped: bool
+    train_seconds: float
+
+
 def spread_tree(trees: Sequence[Any]) -> Any:
     """Walk same-shaped JSON trees (one per seed) in parallel: each number (or
     None) becomes the Spread of its values; dicts keep their keys (a key some
