@@ -47,7 +47,9 @@ from firth.nmt.evaluate import (
     source_word_share,
 )
 from firth.nmt.models import build_model
+from firth.nmt.results import NmtEval
 from firth.nmt.train import nll, pointer_statistics
+from firth.results import parse, save
 
 log = logging.getLogger("evaluate_nmt")
 
@@ -125,7 +127,7 @@ def body(args) -> None:
             ),
             test_loss=t_nll / t_tok,
             test_perplexity=float(torch.tensor(t_nll / t_tok).exp()),
-            beam=ev.beam,
+            beam_width=ev.beam,
             alpha=ev.alpha,
             penalty=ev.penalty,
             beta=ev.beta,
@@ -219,7 +221,7 @@ def body(args) -> None:
         source_word_share(refs, test.source), 6
     )
     rep = args.root / "reports" / "nmt" / args.run
-    write_json(rep / "eval.json", result)
+    save(rep / "eval.json", parse(result, NmtEval, f"evaluate-nmt@{args.run} scores"))
     write_json(rep / "eval_detail.json", detail)
     out = args.root / "data" / "nmt-eval" / args.run
     with atomic_path(out) as tmp:

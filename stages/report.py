@@ -20,6 +20,7 @@ from firth.lm.report import lm_section
 from firth.lm.results import LmEval, LmTrain
 from firth.nli.report import nli_section
 from firth.nmt.report import nmt_section
+from firth.nmt.results import NmtEval, NmtTrain
 from firth.partial import partial_input_section
 from firth.report import (
     not_run_section,
@@ -277,19 +278,24 @@ def body(args) -> None:
                 "Language models", _not_run(params, ["lm.runs"], "evaluate-lm")
             )
         )
-    nmt_runs = _runs(root / "reports" / "nmt")
-    if nmt_runs[1]:
+    nmt_dir = root / "reports" / "nmt"
+    nmt_train, nmt_evals, nmt_details, nmt_curves = _runs(nmt_dir)
+    nmt_evals = {r: parse(e, NmtEval, nmt_dir / r) for r, e in nmt_evals.items()}
+    if nmt_evals:
         sigs = next(
-            (d["signatures"] for d in nmt_runs[2].values() if d.get("signatures")), {}
+            (d["signatures"] for d in nmt_details.values() if d.get("signatures")), {}
         )
         card(
             nmt_section(
-                *nmt_runs,
+                {r: parse(t, NmtTrain, nmt_dir / r) for r, t in nmt_train.items() if t},
+                nmt_evals,
+                nmt_details,
+                nmt_curves,
                 _maybe(bench / "nmt.json"),
                 _maybe(root / "reports" / "audit" / "parallel.json"),
             ),
             ["nmt", "evaluate_nmt", "subsample.parallel", "accel"],
-            nmt_runs[0],
+            nmt_train,
             ("parallel",),
             extra={f"sacreBLEU signature ({m})": sig for m, sig in sigs.items()},
         )
@@ -338,11 +344,11 @@ def body(args) -> None:
         )
     else:
         sections.append(nli_section(nli_evals, nli_train))
-    if evals or lm_evals or nmt_runs[1] or tag_evals or nli_evals:
+    if evals or lm_evals or nmt_evals or tag_evals or nli_evals:
         sections.append(
-            partial_input_section(evals, lm_evals, nmt_runs[1], tag_evals, nli_evals)
+            partial_input_section(evals, lm_evals, nmt_evals, tag_evals, nli_evals)
         )
-    found = findings(emb=evals, lm=lm_evals, nmt=nmt_runs[1], tagging=tag_evals)
+    found = findings(emb=evals, lm=lm_evals, nmt=nmt_evals, tagging=tag_evals)
     sections.insert(0, findings_section(found, budget_note=_budget(params)))
     meta = {
         "code revision": revision,

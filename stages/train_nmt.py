@@ -24,11 +24,13 @@ from firth import distributed, runner
 from firth.checkpoint import Checkpoint, run_key
 from firth.config import load_sections
 from firth.errors import ConfigError
-from firth.io import atomic_path, sha256_file, write_json
+from firth.io import atomic_path, sha256_file
 from firth.nmt.config import Nmt
 from firth.nmt.data import encode, encode_extended, load_tokenizer, read_pairs
 from firth.nmt.models import build_model
+from firth.nmt.results import NmtTrain
 from firth.nmt.train import nll, train
+from firth.results import parse, save
 
 log = logging.getLogger("train_nmt")
 
@@ -165,7 +167,7 @@ def body(args) -> None:
     ckpt.clear()
     distributed.shutdown()
     rep = args.root / "reports" / "nmt" / args.run
-    write_json(rep / "train.json", stats)
+    save(rep / "train.json", parse(stats, NmtTrain, f"train-nmt@{args.run} stats"))
     with atomic_path(rep / "curve.csv") as tmp:
         with open(tmp, "w", newline="", encoding="utf-8") as f:
             w = csv.DictWriter(f, fieldnames=CURVE)

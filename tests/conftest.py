@@ -74,3 +74,21 @@ def lm_eval(family, *, bits_per_char=1.5, perplexity=100.0, unigram=400.0):
         {"run": family, "family": family, "seed": 13, "unit": "word", "vocab": 1000}
         | {"valid": split, "test": split}
     )
+
+
+def nmt_eval(run, model, bleu, chrf, *, pointer=False, greedy=None):
+    """An NmtEval with the given beam scores (greedy: (bleu, chrf), else equal)."""
+    from firth.nmt.results import NmtEval
+
+    def scores(b, c):
+        return {"bleu": b, "chrf": c, "chrf++": c, "mean_words": 20.0} | {
+            "repeated_trigrams": 0.0,
+            "source_word_share": 0.5,
+        }
+
+    g = greedy or (bleu, chrf)
+    return NmtEval.model_validate(
+        {"run": run, "model": model, "test_pairs": 100, "pointer": pointer}
+        | {"greedy": scores(*g), "beam": scores(bleu, chrf), "contamination": {}}
+        | {"reference_repeated_trigrams": 0.0, "reference_source_word_share": 0.7}
+    )

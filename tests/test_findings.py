@@ -1,7 +1,7 @@
 """The findings table: each verdict against planted metrics (holds, does not
 hold, not run), and the report stage puts it first."""
 
-from conftest import embedding_eval, lm_eval
+from conftest import embedding_eval, lm_eval, nmt_eval
 
 from firth.findings import FAILS, HOLDS, MISSING, findings, findings_section
 
@@ -11,7 +11,7 @@ def lm(family, bpc):
 
 
 def nmt(run, model, bleu, chrf, **extra):
-    return {"run": run, "model": model, "beam": {"bleu": bleu, "chrf": chrf}, **extra}
+    return nmt_eval(run, model, bleu, chrf, **extra)
 
 
 def tagger(run, head, shares, gap):
@@ -40,7 +40,7 @@ def planted(**over):
             "none": nmt("none", "none", 5.0, 30.0),
             "pointer": nmt("pointer", "bahdanau", 40.0, 70.0, pointer=True),
             "target-lm": nmt("target-lm", "target-lm", 1.0, 15.0),
-            "copy-source": {"run": "copy-source", "greedy": {"bleu": 35, "chrf": 65}},
+            "copy-source": nmt("copy-source", "copy-source", 35.0, 65.0),
         },
         "tagging": {
             "w-crf": tagger("w-crf", "crf", [0.0, 0.0], 0.2),

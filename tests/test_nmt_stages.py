@@ -15,6 +15,7 @@ import yaml
 from conftest import ROOT
 
 from firth.bpe import train_bpe
+from firth.nmt.results import NmtEval
 from firth.sources import bible
 from stages import audit, evaluate_nmt, report, train_nmt
 
@@ -96,6 +97,7 @@ def _tests(root):
 @pytest.mark.parametrize("run", [*RUNS, "copy-source"])
 def test_scores_match_sacrebleu_on_the_written_outputs(project, run):
     e = _json(project, "reports", "nmt", run, "eval.json")
+    assert NmtEval.model_validate(e).run == run  # the file is its schema's
     d = _json(project, "reports", "nmt", run, "eval_detail.json")
     test = _tests(project)
     refs = [t[2] for t in test]

@@ -1,7 +1,7 @@
 """The partial-input table picks each task's full model and baseline from the
 metrics and computes the gaps."""
 
-from conftest import embedding_eval, lm_eval
+from conftest import embedding_eval, lm_eval, nmt_eval
 
 from firth.partial import partial_input_section
 
@@ -13,10 +13,11 @@ def test_partial_input_table_rows_and_gaps():
         "kn5": lm_eval("kn", perplexity=70.0, unigram=400.0),
     }
     nmt = {
-        "bahdanau": {"model": "bahdanau", "beam": {"bleu": 60.0}},
-        "none": {"model": "none", "beam": {"bleu": 70.0}},  # not an attention model
-        "copy-source": {"model": "copy-source", "greedy": {"bleu": 50.0}},
-        "target-lm": {"model": "target-lm", "beam": {"bleu": 2.0}},
+        "bahdanau": nmt_eval("bahdanau", "bahdanau", 60.0, 70.0),
+        # not an attention model
+        "none": nmt_eval("none", "none", 70.0, 75.0),
+        "copy-source": nmt_eval("copy-source", "copy-source", 50.0, 60.0),
+        "target-lm": nmt_eval("target-lm", "target-lm", 2.0, 20.0),
     }
     tag = {
         "ner-crf": {

@@ -27,6 +27,7 @@ import yaml
 from firth.embeddings.results import compare_rules as embedding_rules
 from firth.errors import ConfigError, DataError
 from firth.lm.results import compare_rules as lm_rules
+from firth.nmt.results import compare_rules as nmt_rules
 
 Better = Literal["higher", "lower"]
 WORKSPACE = "workspace"
@@ -87,8 +88,12 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         Rule(pattern, how["better"], how["abs_tol"], how["rel_tol"], "firth.lm.results")
         for pattern, how in lm_rules()
     ),
-    Rule("reports/nmt/*/eval.json:*.bleu", "higher", abs_tol=0.5),
-    Rule("reports/nmt/*/eval.json:*.chrf", "higher", abs_tol=0.5),
+    *(
+        Rule(
+            pattern, how["better"], how["abs_tol"], how["rel_tol"], "firth.nmt.results"
+        )
+        for pattern, how in nmt_rules()
+    ),
     Rule("reports/tagging/*/eval.json:summary.*.f1.mean", "higher", abs_tol=0.01),
     Rule(
         "reports/tagging/*/eval.json:summary.*.accuracy.mean", "higher", abs_tol=0.005

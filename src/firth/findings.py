@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from firth.embeddings.results import EmbeddingEval
 from firth.formatting import num
 from firth.lm.results import LmEval
+from firth.nmt.results import NmtEval
 from firth.report import Section
 
 HOLDS, FAILS, MISSING = "holds", "does not hold", "not run"
@@ -47,64 +48,54 @@ def lstm_beats_kn(lm: dict[str, LmEval]) -> Finding:
     return Finding(claim, src, evidence, HOLDS if ok else FAILS)
 
 
-def attention_beats_bottleneck(nmt: dict[str, dict]) -> Finding:
+def attention_beats_bottleneck(nmt: dict[str, NmtEval]) -> Finding:
     claim = "Attention beats the fixed-vector encoder-decoder (BLEU)"
     src = "Bahdanau et al. 2015"
-    att = [
-        e
-        for e in nmt.values()
-        if e.get("model") == "bahdanau" and not e.get("pointer") and "beam" in e
-    ]
-    none = [e for e in nmt.values() if e.get("model") == "none" and "beam" in e]
+    att = [e for e in nmt.values() if e.model == "bahdanau" and not e.pointer]
+    none = [e for e in nmt.values() if e.model == "none"]
     if not att or not none:
         return Finding(claim, src, "needs a bahdanau and a none run", MISSING)
-    a, n = att[0]["beam"]["bleu"], none[0]["beam"]["bleu"]
+    a, n = att[0].beam.bleu, none[0].beam.bleu
     return Finding(
         claim,
         src,
-        f"beam BLEU {num(a, 2)} ({att[0]['run']}) against "
-        f"{num(n, 2)} ({none[0]['run']})",
+        f"beam BLEU {num(a, 2)} ({att[0].run}) against {num(n, 2)} ({none[0].run})",
         HOLDS if a > n else FAILS,
     )
 
 
-def pointer_beats_copying(nmt: dict[str, dict]) -> Finding:
+def pointer_beats_copying(nmt: dict[str, NmtEval]) -> Finding:
     claim = "A pointer-generator beats copying the source (BLEU and chrF)"
     src = "See et al. 2017; the copy-source baseline"
-    ptr = [e for e in nmt.values() if e.get("pointer") and "beam" in e]
-    copy = nmt.get("copy-source", {}).get("greedy")
-    if not ptr or not copy:
+    ptr = [e for e in nmt.values() if e.pointer]
+    if not ptr or "copy-source" not in nmt:
         return Finding(claim, src, "needs a pointer run and copy-source", MISSING)
-    p = ptr[0]["beam"]
-    ok = p["bleu"] > copy["bleu"] and p["chrf"] > copy["chrf"]
+    p, copy = ptr[0].beam, nmt["copy-source"].greedy
+    ok = p.bleu > copy.bleu and p.chrf > copy.chrf
     return Finding(
         claim,
         src,
-        f"{ptr[0]['run']} BLEU {num(p['bleu'], 2)} / chrF {num(p['chrf'], 2)} against "
-        f"copy-source {num(copy['bleu'], 2)} / {num(copy['chrf'], 2)}",
+        f"{ptr[0].run} BLEU {num(p.bleu, 2)} / chrF {num(p.chrf, 2)} against "
+        f"copy-source {num(copy.bleu, 2)} / {num(copy.chrf, 2)}",
         HOLDS if ok else FAILS,
     )
 
 
-def source_matters(nmt: dict[str, dict]) -> Finding:
+def source_matters(nmt: dict[str, NmtEval]) -> Finding:
     claim = "Translation uses the source: every model beats the target-side LM"
     src = "partial-input baseline"
-    lm = [e for e in nmt.values() if e.get("model") == "target-lm" and "beam" in e]
-    full = [
-        e
-        for e in nmt.values()
-        if e.get("model") not in (None, "target-lm") and "beam" in e
-    ]
+    lm = [e for e in nmt.values() if e.model == "target-lm"]
+    full = [e for e in nmt.values() if e.model not in ("target-lm", "copy-source")]
     if not lm or not full:
         return Finding(claim, src, "needs target-lm and a translation run", MISSING)
-    worst = min(full, key=lambda e: e["beam"]["bleu"])
-    t = lm[0]["beam"]["bleu"]
+    worst = min(full, key=lambda e: e.beam.bleu)
+    t = lm[0].beam.bleu
     return Finding(
         claim,
         src,
-        f"weakest model {worst['run']} BLEU {num(worst['beam']['bleu'], 2)} against "
+        f"weakest model {worst.run} BLEU {num(worst.beam.bleu, 2)} against "
         f"target-lm {num(t, 2)}",
-        HOLDS if worst["beam"]["bleu"] > t else FAILS,
+        HOLDS if worst.beam.bleu > t else FAILS,
     )
 
 
@@ -209,7 +200,7 @@ def findings(
     *,
     emb: dict[str, EmbeddingEval],
     lm: dict[str, LmEval],
-    nmt: dict[str, dict],
+    nmt: dict[str, NmtEval],
     tagging: dict[str, dict],
 ) -> list[Finding]:
     """Every known finding, checked on the given eval.json dicts (by run name)."""

@@ -17,13 +17,14 @@ from firth.embeddings.results import EmbeddingEval
 from firth.formatting import num
 from firth.lm.results import LmEval
 from firth.nli.report import ENABLE
+from firth.nmt.results import NmtEval
 from firth.report import Section
 
 
 def partial_input_section(
     embeddings: dict[str, EmbeddingEval],
     lm: dict[str, LmEval],
-    nmt: dict[str, dict],
+    nmt: dict[str, NmtEval],
     tagging: dict[str, dict],
     nli: dict[str, dict] | None = None,
 ) -> Section:
@@ -63,26 +64,25 @@ def partial_input_section(
     attention = {
         r: e
         for r, e in nmt.items()
-        if e.get("model") not in (None, "none", "context", "target-lm")
-        and r != "copy-source"
+        if e.model not in ("none", "context", "target-lm", "copy-source")
     }
     if attention:
-        best = max(attention, key=lambda r: attention[r].get("beam", {}).get("bleu", 0))
-        b = attention[best]["beam"]
+        best = max(attention, key=lambda r: attention[r].beam.bleu)
+        b = attention[best].beam
         for name, label in (
             ("copy-source", "copy-source (no model)"),
             ("target-lm", "target-side LM (no source)"),
         ):
             if name in nmt:
-                p = nmt[name].get("beam") or nmt[name]["greedy"]
+                p = nmt[name].beam
                 rows.append(
                     [
                         "translation (KJV -> WEB test, beam BLEU)",
                         best,
-                        num(b["bleu"], 2),
+                        num(b.bleu, 2),
                         label,
-                        num(p["bleu"], 2),
-                        num(b["bleu"] - p["bleu"], 2),
+                        num(p.bleu, 2),
+                        num(b.bleu - p.bleu, 2),
                         "BLEU",
                     ]
                 )

@@ -8,6 +8,7 @@ import matplotlib.pyplot as plt
 
 from firth.audit.report import audit_sentence, contamination_table
 from firth.formatting import num
+from firth.nmt.results import NmtEval, NmtTrain
 from firth.report import Section, figure_png
 
 NAMES = {
@@ -25,34 +26,31 @@ ATTENTION = ("bahdanau", "luong-general", "luong-dot", "transformer")
 COPY = "copy-source"
 
 
-def describe(e: dict) -> str:
+def describe(e: NmtEval) -> str:
     """The model's name with its copying switches (pointer, coverage)."""
-    name = NAMES.get(e["model"], e["model"])
-    extra = ["pointer"] if e.get("pointer") else []
-    if e.get("coverage"):
+    name = NAMES.get(e.model, e.model)
+    extra = ["pointer"] if e.pointer else []
+    if e.coverage:
         extra.append("coverage")
-    if e.get("coverage_loss"):
-        extra.append(f"coverage loss {e['coverage_loss']:g}")
+    if e.coverage_loss:
+        extra.append(f"coverage loss {e.coverage_loss:g}")
     return " + ".join([name, *extra])
 
 
-def _order(evals: dict[str, dict]) -> list[str]:
-    return sorted(
-        evals,
-        key=lambda r: (ORDER.index(evals[r]["model"]), r),
-    )
+def _order(evals: dict[str, NmtEval]) -> list[str]:
+    return sorted(evals, key=lambda r: (ORDER.index(evals[r].model), r))
 
 
 def nmt_section(
-    train: dict[str, dict],
-    evals: dict[str, dict],
+    train: dict[str, NmtTrain],
+    evals: dict[str, NmtEval],
     details: dict[str, dict],
     curves: dict[str, list[dict]],
     bench: dict | None,
     audit: dict | None = None,
 ) -> Section:
     runs = _order(evals)
-    n = next(iter(evals.values()))["test_pairs"]
+    n = next(iter(evals.values())).test_pairs
     sig = next(iter(details.values())).get("signatures", {})
     sec = Section(
         "Translation",
@@ -67,22 +65,20 @@ def nmt_section(
     )
     rows = []
     for r in runs:
-        e, t = evals[r], train.get(r, {})
-        g, b = e["greedy"], e.get("beam", e["greedy"])
+        e, t = evals[r], train.get(r)
+        g, b = e.greedy, e.beam
         rows.append(
             [
                 r,
                 describe(e),
-                f"{t['parameters']:,}" if "parameters" in t else "-",
-                num(t.get("epochs_run"), 2),
-                num(t["train_seconds"] / 60, 1) if "train_seconds" in t else "-",
-                f"{t['train_target_tokens_per_second']:,}"
-                if "train_target_tokens_per_second" in t
-                else "-",
-                num(e.get("test_perplexity"), 2),
-                f"{g['bleu']:.2f} / {g['chrf']:.2f} / {g['chrf++']:.2f}",
-                f"{b['bleu']:.2f} / {b['chrf']:.2f} / {b['chrf++']:.2f}",
-                f"{100 * b['repeated_trigrams']:.2f}%",
+                f"{t.parameters:,}" if t else "-",
+                num(t.epochs_run, 2) if t else "-",
+                num(t.train_seconds / 60, 1) if t else "-",
+                f"{t.train_target_tokens_per_second:,}" if t else "-",
+                num(e.test_perplexity, 2),
+                f"{g.bleu:.2f} / {g.chrf:.2f} / {g.chrf_pp:.2f}",
+                f"{b.bleu:.2f} / {b.chrf:.2f} / {b.chrf_pp:.2f}",
+                f"{100 * b.repeated_trigrams:.2f}%",
             ]
         )
     sec.tables.append(
@@ -106,18 +102,16 @@ def nmt_section(
         )
     )
     if COPY in evals:
-        copy = evals[COPY]["greedy"]
-        att = [r for r in runs if evals[r]["model"] in ATTENTION]
+        copy = evals[COPY].greedy
+        att = [r for r in runs if evals[r].model in ATTENTION]
         if att:
-            best = max(
-                att, key=lambda r: evals[r].get("beam", evals[r]["greedy"])["bleu"]
-            )
-            s = evals[best].get("beam", evals[best]["greedy"])
-            beats = s["bleu"] > copy["bleu"] and s["chrf"] > copy["chrf"]
+            best = max(att, key=lambda r: evals[r].beam.bleu)
+            s = evals[best].beam
+            beats = s.bleu > copy.bleu and s.chrf > copy.chrf
             sec.intro += (
-                f"\n\nThe best attention model, {best}, scores BLEU {s['bleu']:.2f} "
-                f"and chrF {s['chrf']:.2f} with beam search against the copy-source "
-                f"baseline's {copy['bleu']:.2f} and {copy['chrf']:.2f}: it "
+                f"\n\nThe best attention model, {best}, scores BLEU {s.bleu:.2f} "
+                f"and chrF {s.chrf:.2f} with beam search against the copy-source "
+                f"baseline's {copy.bleu:.2f} and {copy.chrf:.2f}: it "
                 + ("beats copying in both." if beats else "does NOT beat copying.")
             )
     sec.tables.append(_copy_table(runs, evals))
@@ -184,7 +178,7 @@ def nmt_section(
             ]
             if pts:
                 ax.plot(*zip(*pts, strict=True), marker=".", label=r)
-        copy = [t.get("valid_bleu_copy_source") for t in train.values()]
+        copy = [t.valid_bleu_copy_source for t in train.values()]
         copy = [c for c in copy if c is not None]
         if copy:
             ax.axhline(copy[0], color="black", linestyle="--", label="copy-source")
@@ -203,7 +197,7 @@ def nmt_section(
         )
     trained = [r for r in runs if r != COPY]
     if trained:
-        best = max(trained, key=lambda r: evals[r]["greedy"]["bleu"])
+        best = max(trained, key=lambda r: evals[r].greedy.bleu)
         ex = details.get(best, {}).get("examples", {}).get("greedy")
         if ex:
             rows = [
@@ -225,9 +219,9 @@ def nmt_section(
                 )
             )
     rows = [
-        (r, evals[r]["contamination"]["beam"])
+        (r, {k: c.model_dump() for k, c in evals[r].contamination["beam"].items()})
         for r in runs
-        if "beam" in evals[r].get("contamination", {})
+        if "beam" in evals[r].contamination
     ]
     if audit and rows:
         sec.intro += "\n\n" + audit_sentence(audit, "test verses")
@@ -249,25 +243,24 @@ def _copy_table(runs, evals):
     rows = []
     for r in runs:
         e = evals[r]
-        b = e.get("beam", e["greedy"])
-        ptr = e.get("beam_pointer") or {}
+        ptr = e.beam_pointer
         rows.append(
             [
                 r,
-                _pct(b.get("source_word_share")),
-                num(ptr.get("mean_p_gen"), 3),
-                _pct(ptr.get("copied_token_share")),
-                _pct(b["repeated_trigrams"]),
+                _pct(e.beam.source_word_share),
+                num(ptr.mean_p_gen, 3) if ptr else "-",
+                _pct(ptr.copied_token_share) if ptr else "-",
+                _pct(e.beam.repeated_trigrams),
             ]
         )
     e = evals[runs[0]]
     rows.append(
         [
             "reference",
-            _pct(e.get("reference_source_word_share")),
+            _pct(e.reference_source_word_share),
             "-",
             "-",
-            _pct(e.get("reference_repeated_trigrams")),
+            _pct(e.reference_repeated_trigrams),
         ]
     )
     return (
@@ -314,22 +307,18 @@ def _copy_verdict(runs, evals, train, curves) -> str:
     """Pointer-generators against copying, against plain attention at equal
     training time, and coverage against none on repetition."""
     lines = []
-    copy = evals.get(COPY, {}).get("greedy")
-    plain = [
-        r
-        for r in runs
-        if evals[r]["model"] == "bahdanau" and not evals[r].get("pointer")
-    ]
+    copy = evals[COPY].greedy if COPY in evals else None
+    plain = [r for r in runs if evals[r].model == "bahdanau" and not evals[r].pointer]
     for r in runs:
         e = evals[r]
-        if not e.get("pointer"):
+        if not e.pointer:
             continue
-        b = e.get("beam", e["greedy"])
+        b = e.beam
         if copy:
-            beats = b["bleu"] > copy["bleu"] and b["chrf"] > copy["chrf"]
+            beats = b.bleu > copy.bleu and b.chrf > copy.chrf
             lines.append(
-                f"{r} scores BLEU {b['bleu']:.2f} / chrF {b['chrf']:.2f} (beam) "
-                f"against copy-source's {copy['bleu']:.2f} / {copy['chrf']:.2f}: "
+                f"{r} scores BLEU {b.bleu:.2f} / chrF {b.chrf:.2f} (beam) "
+                f"against copy-source's {copy.bleu:.2f} / {copy.chrf:.2f}: "
                 + ("it beats copying in both" if beats else "it does NOT beat copying")
             )
         for p in plain:
@@ -345,18 +334,18 @@ def _copy_verdict(runs, evals, train, curves) -> str:
                     f"{len(pairs)} of its validations ({p}'s curve interpolated; "
                     f"valid BLEU {a:.2f} against {c:.2f} at {m:.1f} minutes)"
                 )
-    cov = [r for r in runs if evals[r].get("coverage") or evals[r].get("coverage_loss")]
+    cov = [r for r in runs if evals[r].uses_coverage]
     for r in cov:
         twin = [
             q
             for q in runs
-            if evals[q]["model"] == evals[r]["model"]
-            and bool(evals[q].get("pointer")) == bool(evals[r].get("pointer"))
-            and not (evals[q].get("coverage") or evals[q].get("coverage_loss"))
+            if evals[q].model == evals[r].model
+            and evals[q].pointer == evals[r].pointer
+            and not evals[q].uses_coverage
         ]
         for q in twin:
-            a = evals[r].get("beam", evals[r]["greedy"])["repeated_trigrams"]
-            c = evals[q].get("beam", evals[q]["greedy"])["repeated_trigrams"]
+            a = evals[r].beam.repeated_trigrams
+            c = evals[q].beam.repeated_trigrams
             lines.append(
                 f"repeated 3-grams with coverage ({r}) {100 * a:.2f}% against "
                 f"{100 * c:.2f}% without ({q})"
@@ -365,8 +354,8 @@ def _copy_verdict(runs, evals, train, curves) -> str:
 
 
 def _bucket_verdict(runs, evals, buckets) -> str:
-    none = [r for r in runs if evals[r]["model"] == "none" and r in buckets]
-    att = [r for r in runs if evals[r]["model"] in ATTENTION[:3] and r in buckets]
+    none = [r for r in runs if evals[r].model == "none" and r in buckets]
+    att = [r for r in runs if evals[r].model in ATTENTION[:3] and r in buckets]
     if not none or not att:
         return ""
     lines = []

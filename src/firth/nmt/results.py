@@ -1,0 +1,102 @@
+"""The committed results of the translation stages, per run: train.json
+(reports/nmt/<run>/) and eval.json (test scores of greedy and beam decoding with
+copying and repetition statistics, the contamination split, the test loss and,
+for a pointer-generator, how much it copied). The copy-source baseline has an
+eval.json with the scores only."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from firth.results import (
+    Contamination,
+    Hardware,
+    LoopStats,
+    Record,
+    tracked,
+    tracking,
+)
+
+Decoder = Literal["greedy", "beam"]
+
+
+class NmtTrain(LoopStats, Hardware):
+    run: str
+    model: str
+    seed: int
+    pointer: bool = False
+    coverage: bool = False
+    coverage_loss: float = 0.0
+    vocab: int
+    parameters: int
+    train_pairs: int
+    train_sha256: str
+    train_target_tokens: int
+    train_target_tokens_per_second: int
+    best_valid_loss: float
+    best_valid_perplexity: float
+    kept_weights_valid_loss: float
+    valid_bleu_sentences: int
+    valid_bleu_copy_source: float | None
+    peak_rss_mb: float
+
+
+class Translation(Record):
+    """One decoder's test outputs against the reference: sacreBLEU corpus BLEU,
+    chrF and chrF++ (0-100), the mean output length in words, the share of
+    repeated word 3-grams within an output, and the share of output words found
+    in the source."""
+
+    bleu: float = tracked("higher", abs_tol=0.5)
+    chrf: float = tracked("higher", abs_tol=0.5)
+    chrf_pp: float = Field(alias="chrf++")
+    mean_words: float
+    repeated_trigrams: float
+    source_word_share: float
+
+
+class Copying(Record):
+    """A pointer-generator's mean switch p_gen over output tokens and the share of
+    output tokens whose probability came mostly from copying."""
+
+    mean_p_gen: float
+    copied_token_share: float
+
+
+class NmtEval(Record):
+    run: str
+    model: str
+    test_pairs: int
+    greedy: Translation
+    beam: Translation
+    contamination: dict[Decoder, dict[Literal["bleu", "chrf"], Contamination]]
+    reference_repeated_trigrams: float
+    reference_source_word_share: float
+    # trained models (not the copy-source baseline)
+    pointer: bool = False
+    coverage: bool = False
+    coverage_loss: float = 0.0
+    test_loss: float | None = None
+    test_perplexity: float | None = None
+    beam_width: int | None = None
+    alpha: float | None = None
+    penalty: str | None = None
+    beta: float | None = None
+    greedy_pointer: Copying | None = None
+    beam_pointer: Copying | None = None
+
+    @property
+    def uses_coverage(self) -> bool:
+        return bool(self.coverage or self.coverage_loss)
+
+
+def compare_rules() -> list[tuple[str, dict]]:
+    """(pattern, tracking) for firth compare: both decoders' tracked scores (the
+    baselines' rules come first in firth.compare and win)."""
+    return [
+        (f"reports/nmt/*/eval.json:{decoder}.{key}", how)
+        for decoder in ("greedy", "beam")
+        for key, how in tracking(Translation).items()
+    ]
