@@ -21,11 +21,13 @@ from firth import runner
 from firth.audit.scores import read_flags, seed_mean, split_scores
 from firth.config import load_sections
 from firth.errors import DataError
-from firth.io import read_json, write_json
+from firth.io import read_json
+from firth.results import parse, save
 from firth.tagging.config import EvaluateTagger
 from firth.tagging.data import Vocab, encode, norm, read_split
 from firth.tagging.evaluate import baselines, headline, scheme_of, scores, spread
 from firth.tagging.models import build_tagger
+from firth.tagging.results import TaggerEval
 from firth.tagging.stage import setup
 from firth.tagging.train import predict
 
@@ -128,8 +130,7 @@ def body(args) -> None:
         init: seed_mean([m["contamination"] for m in models if m["init"] == init])
         for init in inits
     }
-    write_json(
-        args.root / "reports" / "tagging" / run.name / "eval.json",
+    result = parse(
         {
             "run": run.name,
             "data": run.data,
@@ -145,7 +146,7 @@ def body(args) -> None:
             "test_tokens_in_vocab": known,
             "inits": inits,
             "seeds": run.cfg.seeds,
-            "vectors_paths": {s: t["vectors_path"] for s, t in trained.items()},
+            "vectors_paths": {str(s): t["vectors_path"] for s, t in trained.items()},
             "summary": summary,
             # the headline metric on the audit's dirty and clean test sentences
             # (data/audit/tagged/<data>/flags.tsv), mean over seeds
@@ -154,7 +155,10 @@ def body(args) -> None:
             "models": models,
             "examples": examples,
         },
+        TaggerEval,
+        f"evaluate-tagger@{run.name} scores",
     )
+    save(args.root / "reports" / "tagging" / run.name / "eval.json", result)
 
 
 def _examples(sents, pred, k: int) -> list[dict]:

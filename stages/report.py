@@ -35,6 +35,7 @@ from firth.report import (
 )
 from firth.results import load, parse
 from firth.tagging.report import tagging_section
+from firth.tagging.results import TaggerEval, TaggerTrain
 
 
 def _maybe(path):
@@ -305,11 +306,19 @@ def body(args) -> None:
                 "Translation", _not_run(params, ["nmt.runs"], "evaluate-nmt")
             )
         )
-    tag_train, tag_evals, _, tag_curves = _runs(root / "reports" / "tagging")
+    tag_dir = root / "reports" / "tagging"
+    tag_train, tag_evals, _, tag_curves = _runs(tag_dir)
+    tag_evals = {r: parse(e, TaggerEval, tag_dir / r) for r, e in tag_evals.items()}
     if tag_evals:
         card(
             tagging_section(
-                tag_train,
+                {
+                    r: [
+                        load(d / "train.json", TaggerTrain)
+                        for d in _seed_dirs(tag_dir / r)
+                    ]
+                    for r in tag_evals
+                },
                 tag_evals,
                 tag_curves,
                 _maybe(bench / "tagger.json"),

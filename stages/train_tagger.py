@@ -24,10 +24,12 @@ from firth import distributed, runner
 from firth.checkpoint import Checkpoint, run_key
 from firth.embeddings.vectors import load_word2vec
 from firth.errors import ConfigError
-from firth.io import atomic_path, sha256_file, write_json
+from firth.io import atomic_path, sha256_file
+from firth.results import parse, save
 from firth.tagging.data import Vocab, encode, norm, read_split
 from firth.tagging.evaluate import scheme_of
 from firth.tagging.models import build_tagger
+from firth.tagging.results import TaggerTrain
 from firth.tagging.stage import setup, vectors_dir
 from firth.tagging.train import train
 
@@ -139,8 +141,7 @@ def body(args) -> None:
     for init in inits:
         (ckpt_dir / f"{init}-seed{seed}.pt").unlink(missing_ok=True)
     rep = args.root / "reports" / "tagging" / run.name / f"seed-{seed}"
-    write_json(
-        rep / "train.json",
+    stats = parse(
         {
             "run": run.name,
             "data": run.data,
@@ -163,7 +164,10 @@ def body(args) -> None:
                 resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1
             ),
         },
+        TaggerTrain,
+        f"train-tagger@{run.name}-{seed} stats",
     )
+    save(rep / "train.json", stats)
     with atomic_path(rep / "curve.csv") as tmp:
         with open(tmp, "w", newline="", encoding="utf-8") as f:
             w = csv.DictWriter(f, fieldnames=CURVE)

@@ -92,3 +92,46 @@ def nmt_eval(run, model, bleu, chrf, *, pointer=False, greedy=None):
         | {"greedy": scores(*g), "beam": scores(bleu, chrf), "contamination": {}}
         | {"reference_repeated_trigrams": 0.0, "reference_source_word_share": 0.7}
     )
+
+
+def tagger_eval(run, head, *, shares=(0.0,), gap=0.0, f1=(0.4, 0.45), word_only=0.2):
+    """A BIO TaggerEval: one model per invalid-BIO share (random init), the
+    random and sgns F1 seed means, the word-only baseline's F1, and a random-init
+    contamination split whose dirty sentences score ``gap`` above the clean."""
+    from firth.results import Spread
+    from firth.tagging.results import TaggerEval
+
+    def split(dirty, clean):
+        return {"all": clean, "dirty": dirty, "clean": clean, "n_all": 10} | {
+            "n_dirty": 3,
+            "n_clean": 7,
+            "clean_share": 0.7,
+            "clean_vs_all": 0.0,
+        }
+
+    def scores(f, share):
+        return {"sentences": 10, "tokens": 100, "accuracy": 0.9, "oov_tokens": 5} | {
+            "oov_accuracy": 0.5,
+            "f1": f,
+            "invalid_bio_share": share,
+            "contamination": split(f, f),
+        }
+
+    def summary(f):
+        return {"accuracy": Spread.of([0.9]), "f1": Spread.of([f])}
+
+    return TaggerEval.model_validate(
+        {"run": run, "data": "ner", "head": head, "scheme": "BIO", "metric": "f1"}
+        | {"test_sentences": 10, "test_tokens": 100, "test_oov_share": 0.05}
+        | {"test_tokens_in_vocab": {}, "inits": ["random", "sgns"], "seeds": [13]}
+        | {"vectors_paths": {}, "examples": {}}
+        | {"summary": {"random": summary(f1[0]), "sgns": summary(f1[1])}}
+        | {"contamination": {"random": split(0.5 + gap, 0.5)}}
+        | {"baselines": {"word-only": scores(word_only, 0.0)}}
+        | {
+            "models": [
+                {"init": "random", "seed": 13 + i} | scores(f1[0], s)
+                for i, s in enumerate(shares)
+            ]
+        }
+    )

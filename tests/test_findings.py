@@ -1,7 +1,7 @@
 """The findings table: each verdict against planted metrics (holds, does not
 hold, not run), and the report stage puts it first."""
 
-from conftest import embedding_eval, lm_eval, nmt_eval
+from conftest import embedding_eval, lm_eval, nmt_eval, tagger_eval
 
 from firth.findings import FAILS, HOLDS, MISSING, findings, findings_section
 
@@ -15,15 +15,7 @@ def nmt(run, model, bleu, chrf, **extra):
 
 
 def tagger(run, head, shares, gap):
-    return {
-        "run": run,
-        "head": head,
-        "scheme": "BIO",
-        "models": [{"invalid_bio_share": s} for s in shares],
-        "contamination": {
-            "random": {"n_dirty": 3, "dirty": 0.5 + gap, "clean": 0.5},
-        },
-    }
+    return tagger_eval(run, head, shares=shares, gap=gap)
 
 
 def planted(**over):

@@ -1,7 +1,7 @@
 """The partial-input table picks each task's full model and baseline from the
 metrics and computes the gaps."""
 
-from conftest import embedding_eval, lm_eval, nmt_eval
+from conftest import embedding_eval, lm_eval, nmt_eval, tagger_eval
 
 from firth.partial import partial_input_section
 
@@ -19,18 +19,7 @@ def test_partial_input_table_rows_and_gaps():
         "copy-source": nmt_eval("copy-source", "copy-source", 50.0, 60.0),
         "target-lm": nmt_eval("target-lm", "target-lm", 2.0, 20.0),
     }
-    tag = {
-        "ner-crf": {
-            "metric": "f1",
-            "data": "ner",
-            "inits": ["random", "sgns"],
-            "summary": {
-                "random": {"f1": {"mean": 0.4}},
-                "sgns": {"f1": {"mean": 0.45}},
-            },
-            "baselines": {"word-only": {"f1": 0.2}},
-        }
-    }
+    tag = {"ner-crf": tagger_eval("ner-crf", "crf", f1=(0.4, 0.45), word_only=0.2)}
     sec = partial_input_section(emb, lm, nmt, tag)
     header, rows = sec.tables[0][1]
     by = {(r[0].split(" (")[0], r[3].split(" (")[0]): r for r in rows}

@@ -267,7 +267,7 @@ def test_accuracy_oov_and_baselines_by_hand():
     assert s["oov_tokens"] == 1 and s["oov_accuracy"] == 0.0
     assert "f1" not in s
     sp = spread([0.5, 0.7, 0.6])
-    assert sp["mean"] == pytest.approx(0.6) and sp["std"] == pytest.approx(0.1)
+    assert sp["mean"] == pytest.approx(0.6) and sp["sd"] == pytest.approx(0.1)
 
 
 def test_killed_training_resumes_to_the_same_weights(tmp_path):

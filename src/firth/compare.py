@@ -28,6 +28,7 @@ from firth.embeddings.results import compare_rules as embedding_rules
 from firth.errors import ConfigError, DataError
 from firth.lm.results import compare_rules as lm_rules
 from firth.nmt.results import compare_rules as nmt_rules
+from firth.tagging.results import compare_rules as tagging_rules
 
 Better = Literal["higher", "lower"]
 WORKSPACE = "workspace"
@@ -94,9 +95,15 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         )
         for pattern, how in nmt_rules()
     ),
-    Rule("reports/tagging/*/eval.json:summary.*.f1.mean", "higher", abs_tol=0.01),
-    Rule(
-        "reports/tagging/*/eval.json:summary.*.accuracy.mean", "higher", abs_tol=0.005
+    *(
+        Rule(
+            pattern,
+            how["better"],
+            how["abs_tol"],
+            how["rel_tol"],
+            "firth.tagging.results",
+        )
+        for pattern, how in tagging_rules()
     ),
     Rule("reports/nli/*/eval.json:accuracy", "higher", abs_tol=0.01),
 )

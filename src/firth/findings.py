@@ -16,6 +16,7 @@ from firth.formatting import num
 from firth.lm.results import LmEval
 from firth.nmt.results import NmtEval
 from firth.report import Section
+from firth.tagging.results import TaggerEval
 
 HOLDS, FAILS, MISSING = "holds", "does not hold", "not run"
 
@@ -99,23 +100,15 @@ def source_matters(nmt: dict[str, NmtEval]) -> Finding:
     )
 
 
-def crf_keeps_bio(tagging: dict[str, dict]) -> Finding:
+def crf_keeps_bio(tagging: dict[str, TaggerEval]) -> Finding:
     claim = "A CRF head never predicts invalid BIO; a softmax head does"
     src = "Lample et al. 2016"
-    crf = [
-        e
-        for e in tagging.values()
-        if e.get("head") == "crf" and e.get("scheme") == "BIO"
-    ]
-    soft = [
-        e
-        for e in tagging.values()
-        if e.get("head") == "softmax" and e.get("scheme") == "BIO"
-    ]
+    crf = [e for e in tagging.values() if e.head == "crf" and e.bio]
+    soft = [e for e in tagging.values() if e.head == "softmax" and e.bio]
     if not crf or not soft:
         return Finding(claim, src, "needs BIO-tagged crf and softmax runs", MISSING)
-    c = max(m["invalid_bio_share"] for e in crf for m in e["models"])
-    s = _mean([m["invalid_bio_share"] for e in soft for m in e["models"]])
+    c = max(m.invalid_bio_share for e in crf for m in e.models)
+    s = _mean([m.invalid_bio_share for e in soft for m in e.models])
     return Finding(
         claim,
         src,
@@ -160,18 +153,14 @@ def exclusion_matters(emb: dict[str, EmbeddingEval]) -> Finding:
     )
 
 
-def contamination_inflates(tagging: dict[str, dict]) -> Finding:
+def contamination_inflates(tagging: dict[str, TaggerEval]) -> Finding:
     claim = "Test items seen in training score higher (contamination inflates)"
     src = "Brown et al. 2020, appendix C"
     gaps = []
     for e in tagging.values():
-        for init, c in (e.get("contamination") or {}).items():
-            if (
-                c.get("n_dirty")
-                and c.get("dirty") is not None
-                and c.get("clean") is not None
-            ):
-                gaps.append((e["run"], init, c["dirty"] - c["clean"], c["n_dirty"]))
+        for init, c in e.contamination.items():
+            if c.n_dirty and c.dirty is not None and c.clean is not None:
+                gaps.append((e.run, init, c.dirty - c.clean, c.n_dirty))
     if not gaps:
         return Finding(claim, src, "no tagger test sentence is in training", MISSING)
     run, init, gap, n = max(gaps, key=lambda g: g[3])
@@ -201,7 +190,7 @@ def findings(
     emb: dict[str, EmbeddingEval],
     lm: dict[str, LmEval],
     nmt: dict[str, NmtEval],
-    tagging: dict[str, dict],
+    tagging: dict[str, TaggerEval],
 ) -> list[Finding]:
     """Every known finding, checked on the given eval.json dicts (by run name)."""
     given = {"emb": emb, "lm": lm, "nmt": nmt, "tagging": tagging}

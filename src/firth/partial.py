@@ -19,13 +19,14 @@ from firth.lm.results import LmEval
 from firth.nli.report import ENABLE
 from firth.nmt.results import NmtEval
 from firth.report import Section
+from firth.tagging.results import TaggerEval
 
 
 def partial_input_section(
     embeddings: dict[str, EmbeddingEval],
     lm: dict[str, LmEval],
     nmt: dict[str, NmtEval],
-    tagging: dict[str, dict],
+    tagging: dict[str, TaggerEval],
     nli: dict[str, dict] | None = None,
 ) -> Section:
     rows: list[list[str]] = []
@@ -87,13 +88,13 @@ def partial_input_section(
                     ]
                 )
     for r, e in sorted(tagging.items()):
-        key = e["metric"]
-        best = max(e["inits"], key=lambda i: e["summary"][i][key]["mean"])
-        full = e["summary"][best][key]["mean"]
-        part = e["baselines"]["word-only"][key]
+        key = e.metric
+        best = max(e.inits, key=lambda i: e.headline(i).mean)
+        full = e.headline(best).mean
+        part = getattr(e.baselines["word-only"], key)
         rows.append(
             [
-                f"tagging ({e['data']}, {'entity F1' if key == 'f1' else 'accuracy'})",
+                f"tagging ({e.data}, {'entity F1' if key == 'f1' else 'accuracy'})",
                 f"{r} ({best}, seed mean)",
                 num(100 * full, 2),
                 "word-only (no context)",

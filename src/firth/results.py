@@ -52,22 +52,30 @@ def tracking(schema: type[BaseModel]) -> dict[str, dict]:
 
 class Spread(Record):
     """A statistic over seeds: the mean, the sample standard deviation (0 for one
-    seed) and the number of seeds; mean None when any seed has no value."""
+    seed), the range and the number of seeds; all None but n when any seed has no
+    value."""
 
     mean: float | None
     sd: float | None
+    min: float | None
+    max: float | None
     n: int
 
     @classmethod
-    def of(cls, values: Sequence[float | None], *, digits: int = 6) -> Spread:
+    def of(cls, values: Sequence[float | None], *, digits: int | None = None) -> Spread:
+        """The spread of ``values`` (rounded to ``digits`` decimals if given)."""
         if not values or any(v is None or math.isnan(v) for v in values):
-            return cls(mean=None, sd=None, n=len(values))
-        sd = statistics.stdev(values) if len(values) > 1 else 0.0
-        return cls(
-            mean=round(statistics.fmean(values), digits),
-            sd=round(sd, digits),
-            n=len(values),
+            return cls(mean=None, sd=None, min=None, max=None, n=len(values))
+        stats = (
+            statistics.fmean(values),
+            statistics.stdev(values) if len(values) > 1 else 0.0,
+            min(values),
+            max(values),
         )
+        if digits is not None:
+            stats = tuple(round(float(x), digits) for x in stats)
+        mean, sd, lo, hi = stats
+        return cls(mean=mean, sd=sd, min=lo, max=hi, n=len(values))
 
     def __str__(self) -> str:  # for logs
         return f"{self.mean} ± {self.sd} (n={self.n})"
@@ -111,15 +119,15 @@ class LoopStats(Record):
 
 def spread_tree(trees: Sequence[Any]) -> Any:
     """Walk same-shaped JSON trees (one per seed) in parallel: each number (or
-    None) becomes the Spread of its values; dicts keep their keys (a key some
-    trees lack is dropped); anything else must be equal in every tree and is
-    kept."""
+    None) becomes the Spread of its values (6 decimals); dicts keep their keys
+    (a key some trees lack is dropped); anything else must be equal in every
+    tree and is kept."""
     first = trees[0]
     if isinstance(first, dict):
         keys = [k for k in first if all(isinstance(t, dict) and k in t for t in trees)]
         return {k: spread_tree([t[k] for t in trees]) for k in keys}
     if first is None or _number(first):
-        return Spread.of(trees).model_dump()
+        return Spread.of(trees, digits=6).model_dump()
     if any(t != first for t in trees):
         raise ValueError(f"values differ across seeds: {trees!r}")
     return first

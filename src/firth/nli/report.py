@@ -19,7 +19,7 @@ def _ms(s: dict) -> str:
     if s["n"] == 1:
         return num(100 * s["mean"], 2)
     return (
-        f"{100 * s['mean']:.2f} ± {100 * s['std']:.2f} "
+        f"{100 * s['mean']:.2f} ± {100 * s['sd']:.2f} "
         f"({100 * s['min']:.2f}-{100 * s['max']:.2f})"
     )
 

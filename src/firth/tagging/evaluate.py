@@ -13,12 +13,12 @@ unseen in training get the majority tag).
 
 from __future__ import annotations
 
-import statistics
 from collections import Counter, defaultdict
 
 from seqeval.metrics import classification_report
 
 from firth.prepare.tagged import is_bio, repair_bio
+from firth.results import Spread
 from firth.sources.formats import Sentence
 
 
@@ -110,11 +110,6 @@ def baselines(train: list[Sentence], test: list[Sentence]) -> dict[str, list]:
 
 
 def spread(values: list[float]) -> dict:
-    """Mean, sample standard deviation (0 for one value), min, max and n."""
-    return {
-        "mean": statistics.fmean(values),
-        "std": statistics.stdev(values) if len(values) > 1 else 0.0,
-        "min": min(values),
-        "max": max(values),
-        "n": len(values),
-    }
+    """Mean, sample standard deviation (0 for one value), min, max and n
+    (firth.results.Spread)."""
+    return Spread.of(values).model_dump()

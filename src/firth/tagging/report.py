@@ -12,17 +12,19 @@ import matplotlib.pyplot as plt
 from firth.audit.report import audit_sentence, contamination_table
 from firth.formatting import num
 from firth.report import Section, figure_png
+from firth.results import Spread
+from firth.tagging.results import TaggerEval, TaggerTrain
 
 
-def _ms(s: dict | None, scale: float = 100.0, digits: int = 2) -> str:
-    """mean ± std (min-max, n) of a spread, in points."""
-    if not s:
+def _ms(s: Spread | None, scale: float = 100.0, digits: int = 2) -> str:
+    """mean ± sd (min-max) of a spread, in points."""
+    if s is None or s.mean is None:
         return "-"
-    if s["n"] == 1:
-        return f"{scale * s['mean']:.{digits}f}"
+    if s.n == 1:
+        return f"{scale * s.mean:.{digits}f}"
     return (
-        f"{scale * s['mean']:.{digits}f} ± {scale * s['std']:.{digits}f} "
-        f"({scale * s['min']:.{digits}f}-{scale * s['max']:.{digits}f})"
+        f"{scale * s.mean:.{digits}f} ± {scale * s.sd:.{digits}f} "
+        f"({scale * s.min:.{digits}f}-{scale * s.max:.{digits}f})"
     )
 
 
@@ -31,16 +33,16 @@ def _pct(x) -> str:
 
 
 def tagging_section(
-    train: dict[str, dict],
-    evals: dict[str, dict],
+    train: dict[str, list[TaggerTrain]],
+    evals: dict[str, TaggerEval],
     curves: dict[str, list[dict]],
     bench: dict | None,
     audits: dict[str, dict] | None = None,
 ) -> Section:
     audits = audits or {}
-    runs = sorted(evals, key=lambda r: (evals[r]["data"], evals[r]["head"], r))
-    datasets = sorted({evals[r]["data"] for r in runs})
-    seeds = sorted({s for r in runs for s in evals[r]["seeds"]})
+    runs = sorted(evals, key=lambda r: (evals[r].data, evals[r].head, r))
+    datasets = sorted({evals[r].data for r in runs})
+    seeds = sorted({s for r in runs for s in evals[r].seeds})
     sec = Section(
         "Sequence labelling",
         "BiLSTM taggers with character features and a softmax or CRF head, each "
@@ -56,41 +58,41 @@ def tagging_section(
     )
     rows = []
     for data in datasets:
-        in_data = [r for r in runs if evals[r]["data"] == data]
+        in_data = [r for r in runs if evals[r].data == data]
         e0 = evals[in_data[0]]
-        bio = e0["scheme"] == "BIO"
-        for name, b in e0["baselines"].items():
+        bio = e0.bio
+        for name, b in e0.baselines.items():
             rows.append(
                 [
                     data,
                     "baseline",
                     name,
                     "-",
-                    _pct(b.get("f1")) if bio else "-",
-                    _pct(b["accuracy"]),
-                    _pct(b["oov_accuracy"]),
-                    _pct(b.get("invalid_bio_share")) if bio else "-",
+                    _pct(b.f1) if bio else "-",
+                    _pct(b.accuracy),
+                    _pct(b.oov_accuracy),
+                    _pct(b.invalid_bio_share) if bio else "-",
                     "-",
                     "-",
                 ]
             )
         for r in in_data:
-            e, t = evals[r], train.get(r, {})
-            for init in e["inits"]:
-                s = e["summary"][init]
-                ms = [m for m in t.get("models", []) if m["init"] == init]
+            e = evals[r]
+            for init in e.inits:
+                s = e.summary[init]
+                ms = [m for t in train.get(r, []) for m in t.models if m.init == init]
                 rows.append(
                     [
                         data,
                         r,
-                        e["head"],
+                        e.head,
                         init,
-                        _ms(s.get("f1")) if bio else "-",
-                        _ms(s["accuracy"]),
-                        _ms(s.get("oov_accuracy")),
-                        _ms(s.get("invalid_bio_share")) if bio else "-",
-                        num(sum(m["train_seconds"] for m in ms) / 60, 1) if ms else "-",
-                        ", ".join(str(m["best_epoch"]) for m in ms) if ms else "-",
+                        _ms(s.f1) if bio else "-",
+                        _ms(s.accuracy),
+                        _ms(s.oov_accuracy),
+                        _ms(s.invalid_bio_share) if bio else "-",
+                        num(sum(m.train_seconds for m in ms) / 60, 1) if ms else "-",
+                        ", ".join(str(m.best_epoch) for m in ms) if ms else "-",
                     ]
                 )
     sec.tables.append(
@@ -116,18 +118,17 @@ def tagging_section(
     sec.intro += "\n\n" + " ".join(_verdicts(runs, evals))
     rows = []
     for data in datasets:
-        e0 = next(evals[r] for r in runs if evals[r]["data"] == data)
-        for name, b in e0["baselines"].items():
-            if "contamination" in b:
-                rows.append(
-                    (f"{data} {name} baseline", {e0["metric"]: b["contamination"]})
-                )
+        e0 = next(evals[r] for r in runs if evals[r].data == data)
+        for name, b in e0.baselines.items():
+            rows.append(
+                (f"{data} {name} baseline", {e0.metric: b.contamination.model_dump()})
+            )
         for r in runs:
             e = evals[r]
-            if e["data"] != data:
+            if e.data != data:
                 continue
-            for init, c in e.get("contamination", {}).items():
-                rows.append((f"{r} ({init}, seed mean)", {e["metric"]: c}))
+            for init, c in e.contamination.items():
+                rows.append((f"{r} ({init}, seed mean)", {e.metric: c.model_dump()}))
     if rows:
         for data in datasets:
             if data in audits:
@@ -172,24 +173,22 @@ def _every_model(runs, evals, train):
     rows = []
     for r in runs:
         e = evals[r]
-        bio = e["scheme"] == "BIO"
+        bio = e.bio
         epochs = {
-            (m["init"], m["seed"]): m.get("best_epoch")
-            for m in train.get(r, {}).get("models", [])
+            (m.init, m.seed): m.best_epoch for t in train.get(r, []) for m in t.models
         }
-        for m in e["models"]:
-            clean = (m.get("contamination") or {}).get("clean")
+        for m in e.models:
             rows.append(
                 [
                     r,
-                    m["init"],
-                    str(m["seed"]),
-                    _pct(m.get("f1")) if bio else "-",
-                    _pct(m["accuracy"]),
-                    _pct(m.get("oov_accuracy")),
-                    _pct(m.get("invalid_bio_share")) if bio else "-",
-                    _pct(clean),
-                    str(epochs.get((m["init"], m["seed"]), "-")),
+                    m.init,
+                    str(m.seed),
+                    _pct(m.f1) if bio else "-",
+                    _pct(m.accuracy),
+                    _pct(m.oov_accuracy),
+                    _pct(m.invalid_bio_share) if bio else "-",
+                    _pct(m.contamination.clean),
+                    str(epochs.get((m.init, m.seed), "-")),
                 ]
             )
     return (
@@ -215,9 +214,9 @@ def _verdicts(runs, evals) -> list[str]:
     out = []
     for r in runs:
         e = evals[r]
-        if e["scheme"] != "BIO":
+        if not e.bio:
             continue
-        shares = [m["invalid_bio_share"] for m in e["models"]]
+        shares = [m.invalid_bio_share for m in e.models]
         worst, mean = max(shares), sum(shares) / len(shares)
         out.append(
             f"{r}: {100 * worst:.2f}% of predicted test sentences break BIO at worst "
@@ -225,13 +224,13 @@ def _verdicts(runs, evals) -> list[str]:
         )
     for r in runs:
         e = evals[r]
-        inits = e["inits"]
+        inits = e.inits
         if len(inits) < 2:
             continue
-        key = e["metric"]
-        base, pre = e["summary"][inits[0]][key], e["summary"][inits[1]][key]
-        gain = 100 * (pre["mean"] - base["mean"])
-        noise = 100 * max(base["std"], pre["std"])
+        key = e.metric
+        base, pre = e.headline(inits[0]), e.headline(inits[1])
+        gain = 100 * (pre.mean - base.mean)
+        noise = 100 * max(base.sd, pre.sd)
         out.append(
             f"{r}: {inits[1]} vectors {'add' if gain >= 0 else 'cost'} "
             f"{abs(gain):.2f} points of {'entity F1' if key == 'f1' else 'accuracy'} "
@@ -240,12 +239,10 @@ def _verdicts(runs, evals) -> list[str]:
     heads = defaultdict(dict)
     for r in runs:
         e = evals[r]
-        heads[(e["data"], e["inits"][-1])][e["head"]] = e["summary"][e["inits"][-1]][
-            e["metric"]
-        ]
+        heads[(e.data, e.inits[-1])][e.head] = e.headline(e.inits[-1])
     for (data, init), h in sorted(heads.items()):
         if {"crf", "softmax"} <= set(h):
-            d = 100 * (h["crf"]["mean"] - h["softmax"]["mean"])
+            d = 100 * (h["crf"].mean - h["softmax"].mean)
             out.append(
                 f"{data} ({init} init): the CRF head scores {d:+.2f} points against "
                 "the softmax head."
@@ -257,19 +254,19 @@ def _type_table(runs, evals):
     rows = []
     for r in runs:
         e = evals[r]
-        if e["scheme"] != "BIO":
+        if not e.bio:
             continue
-        for init in e["inits"]:
-            ms = [m for m in e["models"] if m["init"] == init]
-            types = sorted(ms[0]["per_type"])
+        for init in e.inits:
+            ms = [m for m in e.models if m.init == init]
+            types = sorted(ms[0].per_type)
             for ty in types:
-                f1 = [m["per_type"][ty]["f1"] for m in ms]
+                f1 = [m.per_type[ty].f1 for m in ms]
                 rows.append(
                     [
                         r,
                         init,
                         ty,
-                        str(ms[0]["per_type"][ty]["support"]),
+                        str(ms[0].per_type[ty].support),
                         f"{100 * sum(f1) / len(f1):.2f}",
                         f"{100 * min(f1):.2f}-{100 * max(f1):.2f}",
                     ]
@@ -283,14 +280,14 @@ def _type_table(runs, evals):
 
 
 def _curves_figure(runs, evals, train, curves) -> bytes | None:
-    datasets = sorted({evals[r]["data"] for r in runs if curves.get(r)})
+    datasets = sorted({evals[r].data for r in runs if curves.get(r)})
     if not datasets:
         return None
     fig, axes = plt.subplots(1, len(datasets), figsize=(5.5 * len(datasets), 4.0))
     axes = [axes] if len(datasets) == 1 else list(axes)
     for ax, data in zip(axes, datasets, strict=True):
         for r in runs:
-            if evals[r]["data"] != data or not curves.get(r):
+            if evals[r].data != data or not curves.get(r):
                 continue
             by = defaultdict(lambda: defaultdict(list))
             for row in curves[r]:
@@ -302,12 +299,12 @@ def _curves_figure(runs, evals, train, curves) -> bytes | None:
                 ax.plot(
                     xs,
                     [100 * sum(pts[x]) / len(pts[x]) for x in xs],
-                    label=f"{evals[r]['head']}, {init}",
+                    label=f"{evals[r].head}, {init}",
                     linestyle="-" if init == "random" else "--",
                 )
         ax.set_title(data)
         ax.set_xlabel("epoch")
-        bio = any(evals[r]["scheme"] == "BIO" for r in runs if evals[r]["data"] == data)
+        bio = any(evals[r].bio for r in runs if evals[r].data == data)
         ax.set_ylabel("valid entity F1" if bio else "valid accuracy")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
@@ -318,13 +315,11 @@ def _examples_table(runs, evals):
     rows = []
     for r in runs:
         e = evals[r]
-        for init, sents in e.get("examples", {}).items():
+        for init, sents in e.examples.items():
             for s in sents:
                 marked = " ".join(
                     w if g == p else f"{w}/{g}→{p}"
-                    for w, g, p in zip(
-                        s["tokens"], s["gold"], s["predicted"], strict=True
-                    )
+                    for w, g, p in zip(s.tokens, s.gold, s.predicted, strict=True)
                 )
                 rows.append([r, init, marked])
     if not rows:
