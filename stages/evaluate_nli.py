@@ -16,12 +16,14 @@ from firth import runner
 from firth.audit.scores import read_flags, seed_mean, split_scores
 from firth.config import load_sections
 from firth.errors import DataError
-from firth.io import read_json, write_json
+from firth.io import read_json
 from firth.nli.config import EvaluateNli
 from firth.nli.data import Vocab, encode, load_splits
 from firth.nli.models import build
+from firth.nli.results import NliEval
 from firth.nli.stage import setup
 from firth.nli.train import accuracy, majority, predict, scores
+from firth.results import parse, save
 from firth.sources.nli import LABELS
 from firth.tagging.evaluate import spread
 
@@ -71,8 +73,7 @@ def body(args) -> None:
     train_labels = [LABELS.index(r["label"]) for r in splits["train"]]
     major = majority(train_labels)
     base = [major] * len(test)
-    write_json(
-        args.root / "reports" / "nli" / run.name / "eval.json",
+    result = parse(
         {
             "run": run.name,
             "data": run.data,
@@ -105,7 +106,10 @@ def body(args) -> None:
                 / "config.json"
             )["examples_sha256"],
         },
+        NliEval,
+        f"evaluate-nli@{run.name} scores",
     )
+    save(args.root / "reports" / "nli" / run.name / "eval.json", result)
 
 
 def main(argv=None) -> None:

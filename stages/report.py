@@ -19,6 +19,7 @@ from firth.io import atomic_path, read_json, write_text
 from firth.lm.report import lm_section
 from firth.lm.results import LmEval, LmTrain
 from firth.nli.report import nli_section
+from firth.nli.results import NliEval, NliTrain
 from firth.nmt.report import nmt_section
 from firth.nmt.results import NmtEval, NmtTrain
 from firth.partial import partial_input_section
@@ -343,16 +344,22 @@ def body(args) -> None:
                 ),
             )
         )
-    nli_train, nli_evals, _, _ = _runs(root / "reports" / "nli")
+    nli_dir = root / "reports" / "nli"
+    nli_train, nli_evals, _, _ = _runs(nli_dir)
+    nli_evals = {r: parse(e, NliEval, nli_dir / r) for r, e in nli_evals.items()}
+    nli_seeds = {
+        r: [load(d / "train.json", NliTrain) for d in _seed_dirs(nli_dir / r)]
+        for r in nli_evals
+    }
     if nli_evals:
         card(
-            nli_section(nli_evals, nli_train),
+            nli_section(nli_evals, nli_seeds),
             ["nli", "evaluate_nli", "accel"],
             nli_train,
             ("nli",),
         )
     else:
-        sections.append(nli_section(nli_evals, nli_train))
+        sections.append(nli_section(nli_evals, nli_seeds))
     if evals or lm_evals or nmt_evals or tag_evals or nli_evals:
         sections.append(
             partial_input_section(evals, lm_evals, nmt_evals, tag_evals, nli_evals)

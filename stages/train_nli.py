@@ -22,11 +22,13 @@ import torch
 from firth import distributed, runner
 from firth.checkpoint import Checkpoint, run_key
 from firth.errors import ConfigError
-from firth.io import atomic_path, sha256_file, write_json
+from firth.io import atomic_path, sha256_file
 from firth.nli.data import Vocab, encode, load_splits, tokenize
 from firth.nli.models import build
+from firth.nli.results import NliTrain
 from firth.nli.stage import setup
 from firth.nli.train import train
+from firth.results import parse, save
 
 log = logging.getLogger("train_nli")
 CURVE = ["step", "epoch", "lr", "train_loss", "valid_accuracy", "train_seconds"]
@@ -89,8 +91,7 @@ def body(args) -> None:
         (tmp / "config.json").write_text(json.dumps(settings, indent=2) + "\n")
     ckpt.clear()
     rep = args.root / "reports" / "nli" / run.name / f"seed-{seed}"
-    write_json(
-        rep / "train.json",
+    stats = parse(
         {
             **{k: settings[k] for k in ("run", "data", "model", "seed")},
             **result.stats,
@@ -106,7 +107,10 @@ def body(args) -> None:
                 resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1
             ),
         },
+        NliTrain,
+        f"train-nli@{run.name}-{seed} stats",
     )
+    save(rep / "train.json", stats)
     with atomic_path(rep / "curve.csv") as tmp:
         with open(tmp, "w", newline="", encoding="utf-8") as f:
             w = csv.DictWriter(f, fieldnames=CURVE)

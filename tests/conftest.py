@@ -135,3 +135,31 @@ def tagger_eval(run, head, *, shares=(0.0,), gap=0.0, f1=(0.4, 0.45), word_only=
             ]
         }
     )
+
+
+def nli_eval(model, *, accuracy, majority):
+    """An NliEval of one seed with the given test accuracy and majority baseline."""
+    from firth.nli.results import NliEval
+    from firth.results import Spread
+
+    split = {"all": accuracy, "dirty": None, "clean": accuracy, "n_all": 10} | {
+        "n_dirty": 0,
+        "n_clean": 10,
+        "clean_share": 1.0,
+        "clean_vs_all": 0.0,
+    }
+
+    def scores(acc):
+        return {"accuracy": acc, "examples": 10, "per_label": {}, "confusion": []} | {
+            "predicted_share": {},
+            "contamination": split,
+        }
+
+    return NliEval.model_validate(
+        {"run": f"snli-{model}", "data": "snli", "model": model, "metric": "accuracy"}
+        | {"test_examples": 10, "test_label_share": {}, "seeds": [13]}
+        | {"summary": {"accuracy": Spread.of([accuracy])}, "accuracy": accuracy}
+        | {"baselines": {"majority": {"label": "entailment"} | scores(majority)}}
+        | {"contamination": split, "models": [{"seed": 13} | scores(accuracy)]}
+        | {"examples": [], "examples_sha256": "0" * 64}
+    )

@@ -1,7 +1,7 @@
 """The partial-input table picks each task's full model and baseline from the
 metrics and computes the gaps."""
 
-from conftest import embedding_eval, lm_eval, nmt_eval, tagger_eval
+from conftest import embedding_eval, lm_eval, nli_eval, nmt_eval, tagger_eval
 
 from firth.partial import partial_input_section
 
@@ -33,12 +33,7 @@ def test_partial_input_table_rows_and_gaps():
     assert by[("tagging", "word-only")][5] == "25.00"
     assert "NLI: not run" in sec.intro and "nli.data=[snli]" in sec.intro
     nli = {
-        f"snli-{m}": {
-            "data": "snli",
-            "model": m,
-            "summary": {"accuracy": {"mean": acc}},
-            "baselines": {"majority": {"accuracy": 0.34}},
-        }
+        f"snli-{m}": nli_eval(m, accuracy=acc, majority=0.34)
         for m, acc in (("pair", 0.8), ("hypothesis", 0.65))
     }
     sec = partial_input_section(emb, lm, nmt, tag, nli)

@@ -27,6 +27,7 @@ import yaml
 from firth.embeddings.results import compare_rules as embedding_rules
 from firth.errors import ConfigError, DataError
 from firth.lm.results import compare_rules as lm_rules
+from firth.nli.results import compare_rules as nli_rules
 from firth.nmt.results import compare_rules as nmt_rules
 from firth.tagging.results import compare_rules as tagging_rules
 
@@ -105,7 +106,12 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         )
         for pattern, how in tagging_rules()
     ),
-    Rule("reports/nli/*/eval.json:accuracy", "higher", abs_tol=0.01),
+    *(
+        Rule(
+            pattern, how["better"], how["abs_tol"], how["rel_tol"], "firth.nli.results"
+        )
+        for pattern, how in nli_rules()
+    ),
 )
 
 

@@ -17,6 +17,7 @@ from firth.embeddings.results import EmbeddingEval
 from firth.formatting import num
 from firth.lm.results import LmEval
 from firth.nli.report import ENABLE
+from firth.nli.results import NliEval
 from firth.nmt.results import NmtEval
 from firth.report import Section
 from firth.tagging.results import TaggerEval
@@ -27,7 +28,7 @@ def partial_input_section(
     lm: dict[str, LmEval],
     nmt: dict[str, NmtEval],
     tagging: dict[str, TaggerEval],
-    nli: dict[str, dict] | None = None,
+    nli: dict[str, NliEval] | None = None,
 ) -> Section:
     rows: list[list[str]] = []
     for method, e in sorted(embeddings.items()):
@@ -104,13 +105,13 @@ def partial_input_section(
             ]
         )
     nli = nli or {}
-    for data in sorted({e["data"] for e in nli.values()}):
-        by = {e["model"]: e for e in nli.values() if e["data"] == data}
+    for data in sorted({e.data for e in nli.values()}):
+        by = {e.model: e for e in nli.values() if e.data == data}
         if "pair" not in by or "hypothesis" not in by:
             continue
-        full = by["pair"]["summary"]["accuracy"]["mean"]
-        part = by["hypothesis"]["summary"]["accuracy"]["mean"]
-        maj = by["pair"]["baselines"]["majority"]["accuracy"]
+        full = by["pair"].summary.accuracy.mean
+        part = by["hypothesis"].summary.accuracy.mean
+        maj = by["pair"].baselines["majority"].accuracy
         rows.append(
             [
                 f"NLI ({data}, test accuracy)",

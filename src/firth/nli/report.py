@@ -5,7 +5,9 @@ contamination split and misclassified examples; or one line saying how to enable
 from __future__ import annotations
 
 from firth.formatting import num
+from firth.nli.results import NliEval, NliTrain
 from firth.report import Section
+from firth.results import Contamination, Spread
 
 ENABLE = (
     "NLI: not run. The offline default ships no NLI data; with the Hugging Face hub "
@@ -15,23 +17,22 @@ ENABLE = (
 )
 
 
-def _ms(s: dict) -> str:
-    if s["n"] == 1:
-        return num(100 * s["mean"], 2)
+def _ms(s: Spread) -> str:
+    if s.n == 1:
+        return num(100 * s.mean, 2)
     return (
-        f"{100 * s['mean']:.2f} ± {100 * s['sd']:.2f} "
-        f"({100 * s['min']:.2f}-{100 * s['max']:.2f})"
+        f"{100 * s.mean:.2f} ± {100 * s.sd:.2f} ({100 * s.min:.2f}-{100 * s.max:.2f})"
     )
 
 
-def _clean(c: dict) -> str:
-    if c.get("clean") is None:
+def _clean(c: Contamination) -> str:
+    if c.clean is None:
         return "-"
-    return f"{100 * c['clean']:.2f} ({c['n_clean']} of {c['n_all']})"
+    return f"{100 * c.clean:.2f} ({c.n_clean} of {c.n_all})"
 
 
-def nli_section(evals: dict[str, dict], train: dict[str, dict]) -> Section:
-    """``evals``: run -> eval.json; ``train``: run -> merged per-seed train.json."""
+def nli_section(evals: dict[str, NliEval], train: dict[str, list[NliTrain]]) -> Section:
+    """``evals``: run -> eval.json; ``train``: run -> each seed's train.json."""
     if not evals:
         return Section("Natural language inference", ENABLE)
     sec = Section(
@@ -43,35 +44,31 @@ def nli_section(evals: dict[str, dict], train: dict[str, dict]) -> Section:
         "accuracy in points; mean ± std over seeds (min-max).",
     )
     rows = []
-    for data in sorted({e["data"] for e in evals.values()}):
-        runs = [r for r in sorted(evals) if evals[r]["data"] == data]
-        e0 = evals[runs[0]]
-        maj = e0["baselines"]["majority"]
+    for data in sorted({e.data for e in evals.values()}):
+        runs = [r for r in sorted(evals) if evals[r].data == data]
+        maj = evals[runs[0]].baselines["majority"]
         rows.append(
-            [data, f"majority ({maj['label']})", "-", num(100 * maj["accuracy"], 2)]
+            [data, f"majority ({maj.label})", "-", num(100 * maj.accuracy, 2)]
             + ["-"] * 5
         )
         for r in runs:
             e = evals[r]
             per = {
-                k: sum(m["per_label"][k]["f1"] for m in e["models"]) / len(e["models"])
-                for k in e["models"][0]["per_label"]
+                k: sum(m.per_label[k].f1 for m in e.models) / len(e.models)
+                for k in e.models[0].per_label
             }
-            c = e.get("contamination", {})
-            secs = [m.get("train_seconds") for m in train.get(r, {}).get("models", [])]
+            secs = [t.train_seconds for t in train.get(r, [])]
             rows.append(
                 [
                     data,
-                    e["model"],
-                    str(len(e["models"])),
-                    _ms(e["summary"]["accuracy"]),
-                    ", ".join(
-                        f"{m['seed']}: {100 * m['accuracy']:.2f}" for m in e["models"]
-                    ),
+                    e.model,
+                    str(len(e.models)),
+                    _ms(e.summary.accuracy),
+                    ", ".join(f"{m.seed}: {100 * m.accuracy:.2f}" for m in e.models),
                     " / ".join(num(100 * per[k], 1) for k in per),
-                    _clean(c),
-                    num(sum(s for s in secs if s) / 60, 1) if any(secs) else "-",
-                    str(e["test_examples"]),
+                    _clean(e.contamination),
+                    num(sum(secs) / 60, 1) if secs else "-",
+                    str(e.test_examples),
                 ]
             )
     sec.tables.append(
@@ -95,8 +92,8 @@ def nli_section(evals: dict[str, dict], train: dict[str, dict]) -> Section:
     )
     ex = []
     for r in sorted(evals):
-        for x in evals[r].get("examples", []):
-            ex.append([r, x["premise"], x["hypothesis"], x["label"], x["predicted"]])
+        for x in evals[r].examples:
+            ex.append([r, x.premise, x.hypothesis, x.label, x.predicted])
     if ex:
         sec.tables.append(
             (
