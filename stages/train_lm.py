@@ -12,7 +12,6 @@ processes (torchrun; rank 0 writes every output)."""
 
 from __future__ import annotations
 
-import csv
 import json
 import logging
 import resource
@@ -24,13 +23,14 @@ from firth import distributed, runner
 from firth.checkpoint import Checkpoint, run_key
 from firth.config import load_sections
 from firth.errors import ConfigError
-from firth.io import atomic_path, sha256_file
+from firth.io import atomic_path, sha256_file, write_curve
 from firth.lm import kneser_ney
 from firth.lm.data import build_vocabulary, encode_stream, read_lines
 from firth.lm.models import build_model
 from firth.lm.results import LmTrain
 from firth.lm.train import score, train
 from firth.results import parse, save
+from firth.training import curve_columns
 
 log = logging.getLogger("train_lm")
 
@@ -163,26 +163,9 @@ def body(args) -> None:
     stats["peak_rss_mb"] = round(peak_rss_mb(), 1)
     rep = args.root / "reports" / "lm" / args.run
     save(rep / "train.json", parse(stats, LmTrain, f"train-lm@{args.run} stats"))
-    with atomic_path(rep / "curve.csv") as tmp:
-        with open(tmp, "w", newline="", encoding="utf-8") as f:
-            cols = [
-                "step",
-                "epoch",
-                "lr",
-                "train_loss",
-                "valid_loss",
-                "valid_perplexity",
-                "train_seconds",
-            ]
-            w = csv.DictWriter(f, fieldnames=cols)
-            w.writeheader()
-            for row in curve:
-                w.writerow(
-                    {
-                        k: (round(v, 6) if isinstance(v, float) else v)
-                        for k, v in row.items()
-                    }
-                )
+    write_curve(
+        rep / "curve.csv", curve, curve_columns("valid_loss", "valid_perplexity")
+    )
     log.info("%s: best valid perplexity %.2f", args.run, stats["best_valid_perplexity"])
 
 

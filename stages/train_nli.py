@@ -12,7 +12,6 @@ outputs): a killed stage resumes and ends with the same weights."""
 
 from __future__ import annotations
 
-import csv
 import json
 import logging
 import resource
@@ -22,16 +21,17 @@ import torch
 from firth import distributed, runner
 from firth.checkpoint import Checkpoint, run_key
 from firth.errors import ConfigError
-from firth.io import atomic_path, sha256_file
+from firth.io import atomic_path, sha256_file, write_curve
 from firth.nli.data import Vocab, encode, load_splits, tokenize
 from firth.nli.models import build
 from firth.nli.results import NliTrain
 from firth.nli.stage import setup
 from firth.nli.train import train
 from firth.results import parse, save
+from firth.training import curve_columns
 
 log = logging.getLogger("train_nli")
-CURVE = ["step", "epoch", "lr", "train_loss", "valid_accuracy", "train_seconds"]
+CURVE = curve_columns("valid_accuracy")
 
 
 def body(args) -> None:
@@ -111,17 +111,7 @@ def body(args) -> None:
         f"train-nli@{run.name}-{seed} stats",
     )
     save(rep / "train.json", stats)
-    with atomic_path(rep / "curve.csv") as tmp:
-        with open(tmp, "w", newline="", encoding="utf-8") as f:
-            w = csv.DictWriter(f, fieldnames=CURVE)
-            w.writeheader()
-            for row in result.history:
-                w.writerow(
-                    {
-                        k: (round(v, 6) if isinstance(v, float) else v)
-                        for k, v in row.items()
-                    }
-                )
+    write_curve(rep / "curve.csv", result.history, CURVE)
 
 
 def main(argv=None) -> None:

@@ -13,7 +13,6 @@ processes (torchrun; rank 0 writes every output)."""
 
 from __future__ import annotations
 
-import csv
 import json
 import logging
 import resource
@@ -24,26 +23,18 @@ from firth import distributed, runner
 from firth.checkpoint import Checkpoint, run_key
 from firth.config import load_sections
 from firth.errors import ConfigError
-from firth.io import atomic_path, sha256_file
+from firth.io import atomic_path, sha256_file, write_curve
 from firth.nmt.config import Nmt
 from firth.nmt.data import encode, encode_extended, load_tokenizer, read_pairs
 from firth.nmt.models import build_model
 from firth.nmt.results import NmtTrain
 from firth.nmt.train import nll, train
 from firth.results import parse, save
+from firth.training import curve_columns
 
 log = logging.getLogger("train_nmt")
 
-CURVE = [
-    "step",
-    "epoch",
-    "lr",
-    "train_loss",
-    "valid_loss",
-    "valid_perplexity",
-    "valid_bleu",
-    "train_seconds",
-]
+CURVE = curve_columns("valid_loss", "valid_perplexity", "valid_bleu")
 
 
 def body(args) -> None:
@@ -168,17 +159,7 @@ def body(args) -> None:
     distributed.shutdown()
     rep = args.root / "reports" / "nmt" / args.run
     save(rep / "train.json", parse(stats, NmtTrain, f"train-nmt@{args.run} stats"))
-    with atomic_path(rep / "curve.csv") as tmp:
-        with open(tmp, "w", newline="", encoding="utf-8") as f:
-            w = csv.DictWriter(f, fieldnames=CURVE)
-            w.writeheader()
-            for row in result.history:
-                w.writerow(
-                    {
-                        k: (round(v, 6) if isinstance(v, float) else v)
-                        for k, v in row.items()
-                    }
-                )
+    write_curve(rep / "curve.csv", result.history, CURVE)
     log.info(
         "%s: best valid perplexity %.2f after %.1f training minutes",
         args.run,

@@ -12,7 +12,6 @@ ending with the same weights."""
 
 from __future__ import annotations
 
-import csv
 import json
 import logging
 import resource
@@ -24,7 +23,7 @@ from firth import distributed, runner
 from firth.checkpoint import Checkpoint, run_key
 from firth.embeddings.vectors import load_word2vec
 from firth.errors import ConfigError
-from firth.io import atomic_path, sha256_file
+from firth.io import atomic_path, sha256_file, write_curve
 from firth.results import parse, save
 from firth.tagging.data import Vocab, encode, norm, read_split
 from firth.tagging.evaluate import scheme_of
@@ -32,18 +31,10 @@ from firth.tagging.models import build_tagger
 from firth.tagging.results import TaggerTrain
 from firth.tagging.stage import setup, vectors_dir
 from firth.tagging.train import train
+from firth.training import curve_columns
 
 log = logging.getLogger("train_tagger")
-CURVE = [
-    "init",
-    "seed",
-    "step",
-    "epoch",
-    "lr",
-    "train_loss",
-    "valid_score",
-    "train_seconds",
-]
+CURVE = ["init", "seed", *curve_columns("valid_score")]
 
 
 def body(args) -> None:
@@ -168,17 +159,7 @@ def body(args) -> None:
         f"train-tagger@{run.name}-{seed} stats",
     )
     save(rep / "train.json", stats)
-    with atomic_path(rep / "curve.csv") as tmp:
-        with open(tmp, "w", newline="", encoding="utf-8") as f:
-            w = csv.DictWriter(f, fieldnames=CURVE)
-            w.writeheader()
-            for row in curve:
-                w.writerow(
-                    {
-                        k: (round(v, 6) if isinstance(v, float) else v)
-                        for k, v in row.items()
-                    }
-                )
+    write_curve(rep / "curve.csv", curve, CURVE)
 
 
 def main(argv=None) -> None:

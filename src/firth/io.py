@@ -7,6 +7,7 @@ directories are built under a temporary sibling and swapped in as a whole.
 from __future__ import annotations
 
 import contextlib
+import csv
 import hashlib
 import json
 import os
@@ -55,6 +56,22 @@ def write_json(path: str | Path, obj: Any) -> None:
     write_text(
         path, json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     )
+
+
+def write_curve(path: str | Path, rows: list[dict], columns: list[str]) -> None:
+    """``rows`` as CSV with ``columns`` (floats to 6 decimals), atomically; the
+    header alone for no rows."""
+    with atomic_path(path) as tmp:
+        with open(tmp, "w", newline="", encoding="utf-8") as f:
+            w = csv.DictWriter(f, fieldnames=columns)
+            w.writeheader()
+            for row in rows:
+                w.writerow(
+                    {
+                        k: round(v, 6) if isinstance(v, float) else v
+                        for k, v in row.items()
+                    }
+                )
 
 
 def read_json(path: str | Path) -> Any:

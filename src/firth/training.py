@@ -83,6 +83,11 @@ class Plan:
         return step == self.steps and step - last > self.eval_every // 4
 
 
+def curve_columns(*fields: str) -> list[str]:
+    """The columns of a history row whose task adds ``fields`` (curve.csv)."""
+    return ["step", "epoch", "lr", "train_loss", *fields, "train_seconds"]
+
+
 class Task(Protocol):
     """What a task supplies to the loop."""
 
