@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PROJECT = Path(os.environ.get("FIRTH_PROJECT", ROOT))
 sys.path.insert(0, str(ROOT / "src"))
 
-TEXT8_TOKENS = 17_005_207  # text8, the full-scale profile (README)
+TEXT8_TOKENS = 17_005_207  # text8, the full-scale profile (docs/measured.md)
 QUALITY = ("analogy_3cosadd", "wordsim353_spearman", "simlex999_spearman")
 
 

@@ -9,7 +9,7 @@ next node finds its outputs. The DAG splits into three phases that respect every
 dependency: data stages (CPU), training (GPU), evaluation and the report (CPU).
 ``pipeline_on_pools`` runs them in order through the two deployments of
 ``prefect.yaml`` and finally reproduces the whole DAG on its own node, which then
-only pulls (README, "Work pools").
+only pulls (docs/scaling.md, "Work pools").
 """
 
 from __future__ import annotations
