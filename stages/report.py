@@ -10,11 +10,11 @@ from pathlib import Path
 
 import yaml
 
-from firth import runner
+from firth import render, runner
 from firth.config import load_sections
 from firth.embeddings.report import embeddings_section
 from firth.embeddings.results import EmbeddingEval, EmbeddingTrain
-from firth.findings import findings, findings_section
+from firth.findings import findings, scorecard
 from firth.io import atomic_path, read_json, write_text
 from firth.lm.report import lm_section
 from firth.lm.results import LmEval, LmTrain
@@ -26,8 +26,6 @@ from firth.partial import partial_input_section
 from firth.report import (
     not_run_section,
     parallel_section,
-    render_html,
-    render_markdown,
     settings_table,
     sources_section,
     tagged_section,
@@ -360,12 +358,15 @@ def body(args) -> None:
         )
     else:
         sections.append(nli_section(nli_evals, nli_seeds))
+    baselines = None
     if evals or lm_evals or nmt_evals or tag_evals or nli_evals:
-        sections.append(
-            partial_input_section(evals, lm_evals, nmt_evals, tag_evals, nli_evals)
+        baselines = partial_input_section(
+            evals, lm_evals, nmt_evals, tag_evals, nli_evals
         )
     found = findings(emb=evals, lm=lm_evals, nmt=nmt_evals, tagging=tag_evals)
-    sections.insert(0, findings_section(found, budget_note=_budget(params)))
+    sections.insert(
+        0, scorecard(found, budget_note=_budget(params), baselines=baselines)
+    )
     meta = {
         "code revision": revision,
         "seed": str(seed),
@@ -386,9 +387,11 @@ def body(args) -> None:
             figures[caption] = name
     write_text(
         root / "reports" / "index.md",
-        render_markdown(cfg.title, meta, sections, figures),
+        render.report_markdown(cfg.title, meta, sections, figures),
     )
-    write_text(root / "reports" / "index.html", render_html(cfg.title, meta, sections))
+    write_text(
+        root / "reports" / "index.html", render.report_html(cfg.title, meta, sections)
+    )
 
 
 def main(argv=None) -> None:

@@ -46,7 +46,11 @@ def test_repro_then_noop_then_only_downstream(repo):
     path, env = repo
     first = run(["dvc", "repro"], path, env)
     assert "report" in ran(first)
-    assert (path / "reports" / "index.html").exists()
+    page = (path / "reports" / "index.html").read_text()
+    # the scorecard links every finding to its section, and every link lands
+    links = set(re.findall(r'href="#([^"]+)"', page))
+    assert {"word-embeddings", "translation", "sequence-labelling"} <= links
+    assert links <= set(re.findall(r'id="([^"]+)"', page))
     if CHROMIUM and DRIVER:  # the tiny report in a real browser too
         assert_every_figure_rendered(
             path / "reports" / "index.html", path / "reports" / "index.md"
@@ -128,7 +132,7 @@ def test_repro_then_noop_then_only_downstream(repo):
     } | {"report"}
     md = (path / "reports" / "index.md").read_text()
     assert "## Sequence labelling" in md
-    assert "## Partial-input baselines" in md and "word-only (no context)" in md
+    assert "## Scorecard" in md and "word-only (no context)" in md
     # the default profiles configure no NLI data: no NLI stage, one line in the report
     assert not any("nli" in stage for stage in ran(first))
     assert "NLI: not run" in md

@@ -3,7 +3,7 @@ hold, not run), and the report stage puts it first."""
 
 from conftest import embedding_eval, lm_eval, nmt_eval, tagger_eval
 
-from firth.findings import FAILS, HOLDS, MISSING, findings, findings_section
+from firth.findings import FAILS, HOLDS, MISSING, findings, scorecard
 
 
 def lm(family, bpc):
@@ -85,8 +85,16 @@ def test_section_counts_what_holds():
     found = findings(
         emb={}, lm={"k": lm("kn", 1.3), "l": lm("lstm", 1.2)}, nmt={}, tagging={}
     )
-    sec = findings_section(found, budget_note="Budget: tiny.")
+    sec = scorecard(found, budget_note="Budget: tiny.")
+    assert sec.title == "Scorecard"
     assert sec.intro.startswith("1 of 8 known findings hold")
     assert "Budget: tiny." in sec.intro
     [(_, (head, rows))] = sec.tables
-    assert head[-1] == "verdict" and len(rows) == 8
+    assert head[-2:] == ["verdict", "evidence in"] and len(rows) == 8
+    # each finding links to the section holding its evidence
+    assert {r[-1] for r in rows} == {
+        "→ Word embeddings",
+        "→ Language models",
+        "→ Translation",
+        "→ Sequence labelling",
+    }

@@ -15,7 +15,6 @@ values. The first matching rule wins; a metric without one is shown, never flagg
 from __future__ import annotations
 
 import fnmatch
-import html
 import json
 import math
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from typing import Literal
 
 import yaml
 
+from firth import render
 from firth.embeddings.results import compare_rules as embedding_rules
 from firth.errors import ConfigError, DataError
 from firth.lm.results import compare_rules as lm_rules
@@ -405,49 +405,23 @@ def render_json(rows: list[Row], a: str, b: str) -> str:
     )
 
 
+def _cells(r: Row) -> dict:
+    return {
+        "path": r.path,
+        "key": r.key,
+        "old": _fmt(r.old),
+        "new": _fmt(r.new),
+        "delta": _fmt(r.delta),
+        "tolerance": _tol(r),
+        "status": r.status,
+    }
+
+
 def render_markdown(rows: list[Row], a: str, b: str, *, limit: int = 200) -> str:
     """A Markdown table of at most ``limit`` rows (then a line for the rest)."""
-    lines = [
-        f"| path | metric | {a} | {b} | delta | tolerance | flag |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    lines += [
-        f"| {r.path} | {r.key} | {_fmt(r.old)} | {_fmt(r.new)} | "
-        f"{_fmt(r.delta)} | {_tol(r)} | {r.status} |"
-        for r in rows[:limit]
-    ]
-    if len(rows) > limit:
-        lines += ["", f"({len(rows) - limit} more rows left out)"]
-    return "\n".join(lines)
-
-
-_CSS = """
-body{font-family:system-ui,sans-serif;margin:2em;color:#222}
-table{border-collapse:collapse;font-size:14px}
-th,td{border-bottom:1px solid #ddd;padding:3px 8px;text-align:left}
-td.n{text-align:right;font-variant-numeric:tabular-nums}
-tr.worse,tr.missing{background:#fde2e1} tr.better{background:#e3f6e5}
-caption{text-align:left;font-weight:bold;margin-bottom:.5em}
-"""
+    shown = [_cells(r) for r in rows[:limit]]
+    return render.compare_markdown(shown, a, b, more=max(0, len(rows) - limit))
 
 
 def render_html(rows: list[Row], a: str, b: str) -> str:
-    esc = html.escape
-    body = "\n".join(
-        f'<tr class="{r.status}"><td>{esc(r.path)}</td><td>{esc(r.key)}</td>'
-        f'<td class="n">{_fmt(r.old)}</td><td class="n">{_fmt(r.new)}</td>'
-        f'<td class="n">{_fmt(r.delta)}</td><td>{esc(_tol(r))}</td>'
-        f"<td>{esc(r.status)}</td></tr>"
-        for r in rows
-    )
-    return (
-        "<!doctype html><html><head><meta charset='utf-8'>"
-        f"<title>firth compare {esc(a)} {esc(b)}</title><style>{_CSS}</style>"
-        f"</head><body><h1>firth compare: {esc(a)} → {esc(b)}</h1>"
-        f"<p>{esc(summary(rows))}. Tolerance: how far a tracked metric may move in "
-        "the bad direction (↑ higher is better, ↓ lower is better) before it is "
-        "flagged; delta = B - A, as in <code>dvc metrics diff</code>.</p>"
-        "<table><thead><tr><th>path</th><th>metric</th>"
-        f"<th>{esc(a)}</th><th>{esc(b)}</th><th>delta</th><th>tolerance</th>"
-        f"<th>flag</th></tr></thead><tbody>\n{body}\n</tbody></table></body></html>\n"
-    )
+    return render.compare_html([_cells(r) for r in rows], a, b, summary(rows))

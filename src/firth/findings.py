@@ -9,7 +9,7 @@ finding whose evidence was not produced says so instead of guessing.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from firth.embeddings.results import EmbeddingEval
 from firth.formatting import num
@@ -27,6 +27,16 @@ class Finding:
     source: str  # who reported it
     evidence: str  # the numbers, or why there are none
     verdict: str  # HOLDS | FAILS | MISSING
+    where: str = ""  # the report section holding the evidence
+
+
+# the report section of each task's evidence
+SECTIONS = {
+    "emb": "Word embeddings",
+    "lm": "Language models",
+    "nmt": "Translation",
+    "tagging": "Sequence labelling",
+}
 
 
 def _mean(values: list[float]) -> float:
@@ -194,15 +204,27 @@ def findings(
 ) -> list[Finding]:
     """Every known finding, checked on the given eval.json dicts (by run name)."""
     given = {"emb": emb, "lm": lm, "nmt": nmt, "tagging": tagging}
-    return [check(given[task]) for task, check in CHECKS]
+    return [replace(check(given[task]), where=SECTIONS[task]) for task, check in CHECKS]
 
 
-def findings_section(found: list[Finding], *, budget_note: str) -> Section:
-    rows = [[f.claim, f.source, f.evidence, f"**{f.verdict}**"] for f in found]
+def scorecard(
+    found: list[Finding], *, budget_note: str, baselines: Section | None = None
+) -> Section:
+    """The report's opening section: every known finding with its verdict and a
+    link to the section holding its evidence, then each task's best model
+    against its partial-input baselines (``baselines``: firth.partial's
+    section)."""
+    rows = [
+        [f.claim, f.source, f.evidence, f.verdict, f"→ {f.where}" if f.where else "-"]
+        for f in found
+    ]
     held = sum(f.verdict == HOLDS for f in found)
-    sec = Section(
-        "Findings at this budget",
-        f"{held} of {len(found)} known findings hold on this run. {budget_note}",
-    )
-    sec.tables.append(("", (["finding", "reported by", "evidence", "verdict"], rows)))
+    intro = f"{held} of {len(found)} known findings hold on this run. {budget_note}"
+    if baselines is not None:
+        intro += "\n\n" + baselines.intro
+    sec = Section("Scorecard", intro)
+    header = ["finding", "reported by", "evidence", "verdict", "evidence in"]
+    sec.tables.append(("Known findings of the field at this budget", (header, rows)))
+    if baselines is not None:
+        sec.tables += baselines.tables
     return sec

@@ -123,6 +123,7 @@ def partial_input_section(
                 "points",
             ]
         )
+    rows = [[*r, f"→ {_section_of(r[0])}"] for r in rows]
     sec = Section(
         "Partial-input baselines",
         "Every task's full model beside a baseline that sees only part of the input "
@@ -142,9 +143,24 @@ def partial_input_section(
                     "score",
                     "gap",
                     "unit",
+                    "details",
                 ],
                 rows,
             ),
         )
     )
     return sec
+
+
+# the report section holding the evidence of a row, by the row's task label
+_SECTIONS = (
+    ("analogy", "Word embeddings"),
+    ("language model", "Language models"),
+    ("translation", "Translation"),
+    ("tagging", "Sequence labelling"),
+    ("NLI", "Natural language inference"),
+)
+
+
+def _section_of(task: str) -> str:
+    return next(title for prefix, title in _SECTIONS if task.startswith(prefix))

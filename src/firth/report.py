@@ -6,8 +6,6 @@ Built only from committed files: metrics (``reports/data``, ``reports/tokenizers
 
 from __future__ import annotations
 
-import base64
-import html
 import io
 from dataclasses import dataclass, field
 
@@ -255,67 +253,6 @@ def tokenizer_figure(tables: dict[str, list[dict]]) -> bytes:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     return figure_png(fig)
-
-
-def render_markdown(
-    title: str,
-    meta: dict[str, str],
-    sections: list[Section],
-    figure_paths: dict[str, str],
-) -> str:
-    out = [f"# {title}", ""]
-    out += [f"- {k}: {v}" for k, v in meta.items()] + [""]
-    for sec in sections:
-        out += [f"## {sec.title}", ""]
-        if sec.intro:
-            out += [sec.intro, ""]
-        for caption, (head, rows) in sec.tables:
-            if caption:
-                out += [f"**{caption}**", ""]
-            out.append("| " + " | ".join(head) + " |")
-            out.append("|" + "---|" * len(head))
-            out += ["| " + " | ".join(r) + " |" for r in rows]
-            out.append("")
-        for caption, _png in sec.figures:
-            out += [f"![{caption}]({figure_paths[caption]})", ""]
-    return "\n".join(out)
-
-
-def render_html(title: str, meta: dict[str, str], sections: list[Section]) -> str:
-    e = html.escape
-    parts = [
-        f"<!doctype html><html><head><meta charset='utf-8'><title>{e(title)}</title>",
-        "<style>body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em "
-        "auto;padding:0 1em}table{border-collapse:collapse;margin:.5em 0 1.5em}"
-        "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
-        "td:first-child,th:first-child{text-align:left}th{background:#f3f3f3}"
-        "caption{text-align:left;font-weight:bold}img{max-width:100%}</style>"
-        "</head><body>",
-        f"<h1>{e(title)}</h1><ul>",
-    ]
-    parts += [f"<li>{e(k)}: {e(v)}</li>" for k, v in meta.items()]
-    parts.append("</ul>")
-    for sec in sections:
-        parts.append(f"<section><h2>{e(sec.title)}</h2>")
-        if sec.intro:
-            parts.append(f"<p>{e(sec.intro)}</p>")
-        for caption, (head, rows) in sec.tables:
-            parts.append("<table>")
-            if caption:
-                parts.append(f"<caption>{e(caption)}</caption>")
-            parts.append("<tr>" + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr>")
-            for r in rows:
-                parts.append("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>")
-            parts.append("</table>")
-        for caption, png in sec.figures:
-            data = base64.b64encode(png).decode()
-            parts.append(
-                f"<figure><img alt='{e(caption)}' src='data:image/png;base64,"
-                f"{data}'><figcaption>{e(caption)}</figcaption></figure>"
-            )
-        parts.append("</section>")
-    parts.append("</body></html>")
-    return "\n".join(parts)
 
 
 def _flat_params(d: object, prefix: str = "") -> list[tuple[str, str]]:
