@@ -127,9 +127,9 @@ def partial_input_section(
     sec = Section(
         "Partial-input baselines",
         "Every task's full model beside a baseline that sees only part of the input "
-        "(or none of it), from the committed metrics of the task sections below. A small "
-        "gap means the benchmark can be solved without the part the baseline "
-        "ignores." + ("" if nli else " " + ENABLE),
+        "(or none of it), from the committed metrics of the task sections below. "
+        "A small gap means the benchmark can be solved without the part the "
+        "baseline ignores." + ("" if nli else " " + ENABLE),
     )
     sec.tables.append(
         (
