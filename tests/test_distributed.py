@@ -172,6 +172,11 @@ def _lm_rank(rank: int, world: int, port: int, ckpt: str, out: str) -> None:
                 stop_after=stop,
             )
         except KeyboardInterrupt:
+            # a real kill ends every rank, and the restart begins after rank 0's
+            # checkpoint is on disk; in one process group that order needs a
+            # barrier (without it rank 1 may resume from no checkpoint while rank
+            # 0 resumes from its own, and their collectives no longer match)
+            torch.distributed.barrier()
             continue
         results[name] = r
     if group.main:
