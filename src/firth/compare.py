@@ -24,12 +24,12 @@ from typing import Literal
 import yaml
 
 from firth import render
-from firth.embeddings.results import compare_rules as embedding_rules
+from firth.embeddings import results as embedding_results
 from firth.errors import ConfigError, DataError
-from firth.lm.results import compare_rules as lm_rules
-from firth.nli.results import compare_rules as nli_rules
-from firth.nmt.results import compare_rules as nmt_rules
-from firth.tagging.results import compare_rules as tagging_rules
+from firth.lm import results as lm_results
+from firth.nli import results as nli_results
+from firth.nmt import results as nmt_results
+from firth.tagging import results as tagging_results
 
 Better = Literal["higher", "lower"]
 WORKSPACE = "workspace"
@@ -73,44 +73,21 @@ def _segments_match(parts: list[str], pats: list[str]) -> bool:
 # (copy-source, target-LM-only, only-b, majority, word-only) move only with the data
 # and are shown untracked. Tolerances sit near the smallest change worth a look on
 # the default data; timings are never tracked (they measure the machine).
+def _schema_rules(*modules) -> tuple[Rule, ...]:
+    """The rules each task's result schema declares (its tracked fields), named
+    after the module that declares them."""
+    return tuple(
+        Rule(pattern, how["better"], how["abs_tol"], how["rel_tol"], m.__name__)
+        for m in modules
+        for pattern, how in m.compare_rules()
+    )
+
+
 DEFAULT_RULES: tuple[Rule, ...] = (
     Rule("reports/nmt/copy-source/*:**", why="baseline (no model)"),
     Rule("reports/nmt/target-lm/*:**", why="baseline (no source)"),
-    *(
-        Rule(
-            pattern,
-            how["better"],
-            how["abs_tol"],
-            how["rel_tol"],
-            "firth.embeddings.results",
-        )
-        for pattern, how in embedding_rules()
-    ),
-    *(
-        Rule(pattern, how["better"], how["abs_tol"], how["rel_tol"], "firth.lm.results")
-        for pattern, how in lm_rules()
-    ),
-    *(
-        Rule(
-            pattern, how["better"], how["abs_tol"], how["rel_tol"], "firth.nmt.results"
-        )
-        for pattern, how in nmt_rules()
-    ),
-    *(
-        Rule(
-            pattern,
-            how["better"],
-            how["abs_tol"],
-            how["rel_tol"],
-            "firth.tagging.results",
-        )
-        for pattern, how in tagging_rules()
-    ),
-    *(
-        Rule(
-            pattern, how["better"], how["abs_tol"], how["rel_tol"], "firth.nli.results"
-        )
-        for pattern, how in nli_rules()
+    *_schema_rules(
+        embedding_results, lm_results, nmt_results, tagging_results, nli_results
     ),
 )
 
