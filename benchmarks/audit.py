@@ -35,15 +35,15 @@ def _rss_mb() -> float:
 
 
 def _scan(spec: dict, near: bool, queue) -> None:
-    from firth.audit.config import Audit as AuditParams
-    from firth.audit.overlap import Audit, read_lines
+    from firth.audit.config import AuditParams
+    from firth.audit.overlap import OverlapAudit, read_lines
     from firth.config import load_section
     from firth.sources.formats import read_conll
 
     cfg = load_section("audit", spec["params"], schema=AuditParams)
     test = [" ".join(t) for t, _ in read_conll(Path(spec["test"]))]
     base = _rss_mb()
-    a = Audit.from_settings(test, cfg, near=near)
+    a = OverlapAudit.from_settings(test, cfg, near=near)
     after_index = _rss_mb()
     t0 = time.perf_counter()
     for _ in range(spec["passes"]):

@@ -135,7 +135,7 @@ def _bench(run: str, spec: dict, queue) -> None:
                 device=device,
                 beam=beam,
                 alpha=ev.alpha,
-                kind=ev.penalty,
+                penalty_form=ev.penalty,
                 beta=ev.beta,
             )
             _sync(device)

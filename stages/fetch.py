@@ -4,7 +4,7 @@ so the report is built from committed files only."""
 
 from __future__ import annotations
 
-from firth import runner
+from firth import stage_cli
 from firth.config import load_sources
 from firth.errors import ConfigError, DataError
 from firth.io import write_json
@@ -20,7 +20,7 @@ GROUP_FORMATS = {
 
 
 def body(args) -> None:
-    sources = load_sources(args.group, runner.params_path(args))
+    sources = load_sources(args.group, stage_cli.params_path(args))
     if args.name not in sources:
         raise ConfigError(
             f"params.yaml: no source 'sources.{args.group}.{args.name}' "
@@ -41,10 +41,10 @@ def body(args) -> None:
 
 
 def main(argv=None) -> None:
-    p = runner.parser(__doc__)
+    p = stage_cli.parser(__doc__)
     p.add_argument("group", choices=sorted(GROUP_FORMATS))
     p.add_argument("name")
-    runner.run(body, p, argv)
+    stage_cli.run(body, p, argv)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@ data/prepared/parallel/{train,valid,test}.tsv."""
 
 from __future__ import annotations
 
-from firth import runner
+from firth import stage_cli
 from firth.config import load_sections, load_sources
 from firth.errors import ConfigError
 from firth.io import atomic_path, write_json
@@ -12,7 +12,7 @@ from firth.sources.fetch import provenance_summary
 
 
 def body(args) -> None:
-    path = runner.params_path(args)
+    path = stage_cli.params_path(args)
     cfg, _seed = load_sections("prepare_parallel", path)
     sources = load_sources("parallel", path)
     if cfg.source not in sources:
@@ -38,7 +38,7 @@ def body(args) -> None:
 
 
 def main(argv=None) -> None:
-    runner.run(body, runner.parser(__doc__), argv)
+    stage_cli.run(body, stage_cli.parser(__doc__), argv)
 
 
 if __name__ == "__main__":

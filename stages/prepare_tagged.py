@@ -3,7 +3,7 @@ data/prepared/tagged/<name>/{train,valid,test}.conll."""
 
 from __future__ import annotations
 
-from firth import runner
+from firth import stage_cli
 from firth.config import load_sections, load_sources
 from firth.errors import ConfigError
 from firth.io import atomic_path, write_json
@@ -12,7 +12,7 @@ from firth.sources.fetch import provenance_summary
 
 
 def body(args) -> None:
-    path = runner.params_path(args)
+    path = stage_cli.params_path(args)
     cfg, seed = load_sections("prepare_tagged", path)
     if args.name not in load_sources("tagged", path):
         raise ConfigError(f"{path}: no source 'sources.tagged.{args.name}'")
@@ -33,9 +33,9 @@ def body(args) -> None:
 
 
 def main(argv=None) -> None:
-    p = runner.parser(__doc__)
+    p = stage_cli.parser(__doc__)
     p.add_argument("name")
-    runner.run(body, p, argv)
+    stage_cli.run(body, p, argv)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from firth import runner
+from firth import stage_cli
 from firth.config import load_sections, load_sources
 from firth.io import atomic_path, write_json
 from firth.prepare.text import prepare_text
@@ -10,7 +10,7 @@ from firth.sources.fetch import provenance_summary
 
 
 def body(args) -> None:
-    path = runner.params_path(args)
+    path = stage_cli.params_path(args)
     cfg, seed = load_sections("prepare_text", path)
     names = list(load_sources("text", path))
     raw = {n: args.root / "data" / "raw" / "text" / n for n in names}
@@ -30,7 +30,7 @@ def body(args) -> None:
 
 
 def main(argv=None) -> None:
-    runner.run(body, runner.parser(__doc__), argv)
+    stage_cli.run(body, stage_cli.parser(__doc__), argv)
 
 
 if __name__ == "__main__":

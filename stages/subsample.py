@@ -3,7 +3,7 @@ data/subsampled/<kind>[/<name>], to the budgets in params ``subsample``."""
 
 from __future__ import annotations
 
-from firth import runner
+from firth import stage_cli
 from firth.config import load_sections
 from firth.errors import ConfigError
 from firth.io import atomic_path, write_json
@@ -20,7 +20,7 @@ KINDS = {
 
 
 def body(args) -> None:
-    cfg, seed = load_sections("subsample", runner.params_path(args))
+    cfg, seed = load_sections("subsample", stage_cli.params_path(args))
     kind = args.kind
     if kind == "tagged" and not args.name:
         raise ConfigError("subsample tagged needs the name of the tagged corpus")
@@ -48,10 +48,10 @@ def body(args) -> None:
 
 
 def main(argv=None) -> None:
-    p = runner.parser(__doc__)
+    p = stage_cli.parser(__doc__)
     p.add_argument("kind", choices=["text", "parallel", "tagged"])
     p.add_argument("name", nargs="?", default="")
-    runner.run(body, p, argv)
+    stage_cli.run(body, p, argv)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ import random
 import numpy as np
 import pytest
 
-from firth.audit.overlap import Audit, choose_n, words
+from firth.audit.overlap import OverlapAudit, choose_n, words
 from firth.sources import bible
 
 
@@ -66,19 +66,21 @@ def test_planted_example_is_dirty_and_n_minus_1_grams_are_clean():
         "prefix " + " ".join(w[:4]),  # 8-grams of example 1 split across two lines
         " ".join(w[4:11]) + " suffix",
     ]
-    a = Audit(test, n=8, near_threshold=1.0, shingle=1)
+    a = OverlapAudit(test, n=8, near_threshold=1.0, shingle=1)
     a.scan(training, chunk=2)
     r = a.result()
     assert r.ngram.tolist() == [True, False]
     assert r.exact.tolist() == [False, False]
-    a = Audit(test, n=8, near_threshold=1.0, shingle=1)
+    a = OverlapAudit(test, n=8, near_threshold=1.0, shingle=1)
     a.scan([*training, test[1].upper() + "!!"])
     r = a.result()
     assert r.ngram.tolist() == [True, True] and r.exact.tolist() == [False, True]
 
 
 def test_short_examples_must_occur_whole():
-    a = Audit(["Jesus wept.", "and it was so"], n=8, near_threshold=1.0, shingle=1)
+    a = OverlapAudit(
+        ["Jesus wept.", "and it was so"], n=8, near_threshold=1.0, shingle=1
+    )
     a.scan(["then jesus wept bitterly", "and it was good"])
     assert a.result().ngram.tolist() == [True, False]
 
@@ -90,7 +92,7 @@ def test_streamed_hashed_scan_equals_brute_force(chunk):
     training = [" ".join(rng.choices(vocab, k=rng.randint(0, 30))) for _ in range(60)]
     examples = [" ".join(rng.choices(vocab, k=rng.randint(1, 14))) for _ in range(80)]
     for n in (3, 4, 8):
-        a = Audit(examples, n=n, near_threshold=1.0, shingle=1)
+        a = OverlapAudit(examples, n=n, near_threshold=1.0, shingle=1)
         a.scan(training, chunk=chunk)
         assert a.result().ngram.tolist() == brute(examples, training, n).tolist()
         assert a.result().words_read == sum(len(words(t)) for t in training)
@@ -108,13 +110,13 @@ def test_minhash_finds_planted_near_duplicates_of_real_verses():
         j = rng.randrange(len(ws))
         ws[j] = "zzplanted"
         training.append(" ".join(ws))
-    a = Audit(test, n=13, near_threshold=0.7, shingle=1)
+    a = OverlapAudit(test, n=13, near_threshold=0.7, shingle=1)
     a.scan(training)
     recall = a.result().near.mean()
     assert recall > 0.9
     # and verses never planted are rarely flagged
     others = [verses[i] for i in range(len(verses)) if i not in set(planted)][:200]
-    b = Audit(others, n=13, near_threshold=0.7, shingle=1)
+    b = OverlapAudit(others, n=13, near_threshold=0.7, shingle=1)
     b.scan(training)
     assert b.result().near.mean() < 0.05
 

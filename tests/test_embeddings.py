@@ -12,7 +12,7 @@ from gensim.models.fasttext_inner import compute_ngrams, ft_hash_bytes
 from gensim.test.utils import datapath
 
 from firth.checkpoint import Checkpoint, run_key
-from firth.embeddings.analogy import Section, evaluate_analogies, read_analogies
+from firth.embeddings.analogy import AnalogySection, evaluate_analogies, read_analogies
 from firth.embeddings.cooccurrence import cooccurrence
 from firth.embeddings.corpus import build_vocab, encode, read_sentences
 from firth.embeddings.glove import GloVeConfig, train_glove, weight
@@ -287,7 +287,9 @@ def test_3cosadd_without_exclusion_returns_an_input_word():
         [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, 0.1, 0.0], [0.3, 1.0, 0.9], [0, 0, 1]]
     )
     emb = Embedding(words, m.astype(np.float32))
-    res = evaluate_analogies(emb, [Section("s", [("a", "b", "c", "d")])], restrict=None)
+    res = evaluate_analogies(
+        emb, [AnalogySection("s", [("a", "b", "c", "d")])], restrict=None
+    )
     assert res["3cosadd_incl"] == 0.0  # answers b: b - a + c is nearly b
     assert res["3cosadd"] == 1.0  # with a, b, c excluded, d wins
     assert res["coverage"] == 1.0

@@ -12,6 +12,7 @@ from conftest import ROOT
 from gensim.test.utils import datapath
 
 from firth.bpe import train_bpe
+from firth.lm import stage as lm_stage
 from firth.lm import train as lm_train
 from stages import audit, evaluate_lm, report, train_lm
 
@@ -162,7 +163,7 @@ def test_killed_stage_resumes_to_the_same_model(tmp_path, monkeypatch):
     ckpt = tmp_path / "data/checkpoints/lm/lstm.pt"
     assert not ckpt.exists()  # cleared after a finished run
     monkeypatch.setattr(
-        train_lm, "train", functools.partial(lm_train.train, stop_after=1)
+        lm_stage, "train", functools.partial(lm_train.train, stop_after=1)
     )
     with pytest.raises(KeyboardInterrupt):
         train_lm.main(["--root", str(tmp_path), "lstm"])

@@ -116,7 +116,7 @@ def test_padded_batch_decodes_like_single_sentences(name, cell):
     for decode in (
         lambda s, k, L: greedy(m, s, k, L),
         lambda s, k, L: beam_search(m, s, k, L, beam=3, alpha=0.6),
-        lambda s, k, L: beam_search(m, s, k, L, beam=4, alpha=1.0, kind="gnmt"),
+        lambda s, k, L: beam_search(m, s, k, L, beam=4, alpha=1.0, penalty_form="gnmt"),
     ):
         batched = decode(src, mask, max_len)
         for i in range(src.shape[0]):

@@ -17,7 +17,7 @@ from firth.nmt.data import BOS, EOS, PAD, UNK, decode, encode_extended, make_bat
 from firth.nmt.decode import beam_search, greedy
 from firth.nmt.models import Seq2Seq, build_model, mixture
 from firth.nmt.train import coverage_loss_sum, loss_sum
-from firth.section import Section
+from firth.param_section import ParamSection
 
 V = 30
 
@@ -176,7 +176,7 @@ def test_pointer_batches_decode_like_single_sentences(coverage):
 
 
 def test_config_checks_the_model():
-    assert issubclass(NmtRun, Section)
+    assert issubclass(NmtRun, ParamSection)
     with pytest.raises(ValueError, match="attention model"):
         NmtRun(model="none", seed=1, epochs=1.0, pointer=True)
     with pytest.raises(ValueError, match="bahdanau"):

@@ -187,6 +187,7 @@ def test_report_has_the_translation_section(project):
 def test_killed_run_resumes_to_the_same_weights(project, tmp_path):
     """Stop after the first validation (as a kill would), rerun: the weights equal
     those of the uninterrupted run."""
+    from firth.nmt import stage as nmt_stage
     from firth.nmt import train as nmt_train
 
     params = yaml.safe_load((project / "params.yaml").read_text())
@@ -206,7 +207,7 @@ def test_killed_run_resumes_to_the_same_weights(project, tmp_path):
     def killed(*a, **k):
         return real(*a, **k, stop_after=1)
 
-    nmt_train_mod = train_nmt
+    nmt_train_mod = nmt_stage
     nmt_train_mod.train = killed
     try:
         with pytest.raises(KeyboardInterrupt):

@@ -3,7 +3,7 @@ metrics and computes the gaps."""
 
 from conftest import embedding_eval, lm_eval, nli_eval, nmt_eval, tagger_eval
 
-from firth.partial import partial_input_section
+from firth.partial_input import partial_input_section
 
 
 def test_partial_input_table_rows_and_gaps():

@@ -12,19 +12,22 @@ import pytest
 from conftest import ROOT
 
 from firth import compare
-from firth.embeddings.results import EmbeddingEval, EmbeddingTrain
+from firth.embeddings.results import EmbeddingDetail, EmbeddingEval, EmbeddingTrain
 from firth.errors import DataError
-from firth.lm.results import LmEval, LmTrain
-from firth.nmt.results import NmtEval, NmtTrain
+from firth.lm.results import LmDetail, LmEval, LmTrain
+from firth.nmt.results import NmtDetail, NmtEval, NmtTrain
 from firth.results import Spread, load, spread_tree
 from firth.tagging.results import TaggerEval, TaggerTrain
 
 SCHEMAS = {
     "reports/embeddings/*/eval.json": EmbeddingEval,
+    "reports/embeddings/*/eval_detail.json": EmbeddingDetail,
     "reports/embeddings/*/seed-*/train.json": EmbeddingTrain,
     "reports/lm/*/eval.json": LmEval,
+    "reports/lm/*/eval_detail.json": LmDetail,
     "reports/lm/*/train.json": LmTrain,
     "reports/nmt/*/eval.json": NmtEval,
+    "reports/nmt/*/eval_detail.json": NmtDetail,
     "reports/nmt/*/train.json": NmtTrain,
     "reports/tagging/*/eval.json": TaggerEval,
     "reports/tagging/*/seed-*/train.json": TaggerTrain,

@@ -17,6 +17,7 @@ from seqeval.metrics import f1_score
 
 from firth.embeddings.vectors import Embedding, save_word2vec
 from firth.sources import bible
+from firth.tagging import stage as tagger_stage
 from firth.tagging.data import Vocab, encode, norm, read_split
 from firth.tagging.evaluate import breaks_bio
 from firth.tagging.models import build_tagger
@@ -152,7 +153,7 @@ def test_killed_stage_resumes_and_skips_finished_models(project, tmp_path, monke
     root = tmp_path / "p"
     shutil.copytree(project, root, ignore=shutil.ignore_patterns("taggers", "reports"))
     calls = []
-    real = train_tagger.train
+    real = tagger_stage.train
 
     def spy(*a, **kw):
         calls.append(kw["desc"])
@@ -162,7 +163,7 @@ def test_killed_stage_resumes_and_skips_finished_models(project, tmp_path, monke
             raise KeyboardInterrupt
         return real(*a, **kw)
 
-    monkeypatch.setattr(train_tagger, "train", spy)
+    monkeypatch.setattr(tagger_stage, "train", spy)
     args = ["--root", str(root), "wnut16", "crf", "14"]
     with pytest.raises(KeyboardInterrupt):
         train_tagger.main(args)
@@ -171,7 +172,7 @@ def test_killed_stage_resumes_and_skips_finished_models(project, tmp_path, monke
         p.name for p in (root / "data/checkpoints/tagger/wnut16-crf").iterdir()
     )
     assert ckpts == ["random-seed14.pt", "sgns-seed14.pt"]
-    monkeypatch.setattr(train_tagger, "train", real)
+    monkeypatch.setattr(tagger_stage, "train", real)
     train_tagger.main(args)
     for init in ("random", "sgns"):
         a = torch.load(

@@ -33,14 +33,14 @@ def sources() -> None:
 
 def all_sections() -> dict:
     """Every params section with its schema, the tasks' own included."""
-    from firth.audit.config import Audit
+    from firth.audit.config import AuditParams
     from firth.nli.config import EvaluateNli, Nli
     from firth.nmt.config import EvaluateNmt, Nmt
     from firth.tagging.config import EvaluateTagger, Tagger
 
     return {
         **SECTIONS,
-        "audit": Audit,
+        "audit": AuditParams,
         "nmt": Nmt,
         "evaluate_nmt": EvaluateNmt,
         "tagger": Tagger,

@@ -15,10 +15,10 @@ import yaml
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from firth.errors import ConfigError
-from firth.section import Section
+from firth.param_section import ParamSection
 
 
-class SourceSpec(Section):
+class SourceSpec(ParamSection):
     """A custom data source given inline in ``sources`` (registered: strings)."""
 
     kind: Literal["url", "hf", "local"]
@@ -54,7 +54,7 @@ def check_fractions(valid_fraction: float, test_fraction: float) -> None:
         raise ValueError("valid_fraction + test_fraction must be below 1")
 
 
-class PrepareText(Section):
+class PrepareText(ParamSection):
     lowercase: bool
     valid_fraction: float
     test_fraction: float
@@ -66,7 +66,7 @@ class PrepareText(Section):
         return self
 
 
-class PrepareParallel(Section):
+class PrepareParallel(ParamSection):
     source: str
     max_len: int
     max_ratio: float
@@ -86,7 +86,7 @@ class PrepareParallel(Section):
         return self
 
 
-class PrepareTagged(Section):
+class PrepareTagged(ParamSection):
     valid_fraction: float
     test_fraction: float
     repair_bio: bool
@@ -98,45 +98,45 @@ class PrepareTagged(Section):
         return self
 
 
-class SubsampleText(Section):
+class SubsampleText(ParamSection):
     max_train_tokens: int = Field(ge=0)
     max_eval_tokens: int = Field(ge=0)
 
 
-class SubsampleParallel(Section):
+class SubsampleParallel(ParamSection):
     max_train_pairs: int = Field(ge=0)
     max_eval_pairs: int = Field(ge=0)
 
 
-class SubsampleTagged(Section):
+class SubsampleTagged(ParamSection):
     max_train_sentences: int = Field(ge=0)
     max_eval_sentences: int = Field(ge=0)
 
 
-class Subsample(Section):
+class Subsample(ParamSection):
     text: SubsampleText
     parallel: SubsampleParallel
     tagged: SubsampleTagged
 
 
-class BPEConfig(Section):
+class BPEConfig(ParamSection):
     model: Literal["byte-level", "char"]
     vocab_size: int = Field(ge=64)
     min_frequency: int = Field(ge=1)
 
 
-class Tokenizer(Section):
+class Tokenizer(ParamSection):
     text: BPEConfig
     parallel: BPEConfig
     compare_vocab_sizes: list[int]
     max_train_lines: int = Field(ge=0)
 
 
-class Report(Section):
+class Report(ParamSection):
     title: str
 
 
-class Accel(Section):
+class Accel(ParamSection):
     """How the neural trainers compute (firth.accel, firth.distributed)."""
 
     precision: Literal["auto", "fp32", "tf32", "bf16"]
@@ -144,7 +144,7 @@ class Accel(Section):
     processes: int = Field(ge=1)
 
 
-class EmbeddingsCommon(Section):
+class EmbeddingsCommon(ParamSection):
     dim: int = Field(ge=1)
     min_count: int = Field(ge=1)
     max_sentence_len: int = Field(ge=1)
@@ -156,7 +156,7 @@ class EmbeddingsCommon(Section):
     device: Literal["auto", "cpu", "cuda"]
 
 
-class EmbeddingsSGNS(Section):
+class EmbeddingsSGNS(ParamSection):
     lr: float = Field(gt=0)
     optimizer: Literal["adagrad", "sgd", "damped-sgd"]
     curvature_floor: float = Field(ge=0)
@@ -164,7 +164,7 @@ class EmbeddingsSGNS(Section):
     kernel: Literal["auto", "sparse", "gather"]
 
 
-class EmbeddingsSubword(Section):
+class EmbeddingsSubword(ParamSection):
     min_n: int = Field(ge=1)
     max_n: int = Field(ge=1)
     buckets: int = Field(ge=1)
@@ -177,13 +177,13 @@ class EmbeddingsSubword(Section):
         return self
 
 
-class EmbeddingsPPMI(Section):
+class EmbeddingsPPMI(ParamSection):
     alpha: float = Field(gt=0)
     shift: float = Field(ge=1)
     power: float = Field(ge=0)
 
 
-class EmbeddingsGloVe(Section):
+class EmbeddingsGloVe(ParamSection):
     window: int = Field(ge=1)
     x_max: float = Field(gt=0)
     alpha: float = Field(gt=0)
@@ -192,7 +192,7 @@ class EmbeddingsGloVe(Section):
     batch: int = Field(ge=1)
 
 
-class EmbeddingsGensim(Section):
+class EmbeddingsGensim(ParamSection):
     alpha: float = Field(gt=0)
     min_alpha: float = Field(ge=0)
 
@@ -200,7 +200,7 @@ class EmbeddingsGensim(Section):
 EMBEDDING_METHODS = ("sgns", "subword", "ppmi-svd", "glove", "gensim")
 
 
-class Embeddings(Section):
+class Embeddings(ParamSection):
     common: EmbeddingsCommon
     seeds: dict[str, list[int]]
     sgns: EmbeddingsSGNS
@@ -224,14 +224,14 @@ class Embeddings(Section):
         return self
 
 
-class EvaluateEmbeddings(Section):
+class EvaluateEmbeddings(ParamSection):
     restrict: int = Field(ge=0)
     neighbours: int = Field(ge=1)
     probes: list[str]
     oov_probes: list[str]
 
 
-class LmCommon(Section):
+class LmCommon(ParamSection):
     unit: Literal["word", "bpe"]
     min_count: int = Field(ge=1)
     emb_dim: int = Field(ge=1)
@@ -260,34 +260,34 @@ class LmCommon(Section):
         return self
 
 
-class LmKN(Section):
+class LmKN(ParamSection):
     order: int = Field(ge=1)
 
 
-class LmFFNN(Section):
+class LmFFNN(ParamSection):
     context: int = Field(ge=1)
     hidden: int = Field(ge=1)
 
 
-class LmRNN(Section):
+class LmRNN(ParamSection):
     hidden: int = Field(ge=1)
     layers: int = Field(ge=1)
     forget_bias: float = 0.0
 
 
-class LmTransformer(Section):
+class LmTransformer(ParamSection):
     layers: int = Field(ge=1)
     heads: int = Field(ge=1)
     ff: int = Field(ge=1)
     memory: int = Field(ge=0)
 
 
-class LmRun(Section):
+class LmRun(ParamSection):
     family: Literal["kn", "ffnn", "elman", "lstm", "gru", "transformer"]
     seed: int
 
 
-class Lm(Section):
+class Lm(ParamSection):
     common: LmCommon
     kn: LmKN
     ffnn: LmFFNN
@@ -304,7 +304,7 @@ class Lm(Section):
         return self
 
 
-class EvaluateLm(Section):
+class EvaluateLm(ParamSection):
     samples: int = Field(ge=0)
     sample_tokens: int = Field(ge=1)
     temperature: float = Field(gt=0)
@@ -476,3 +476,12 @@ def load_sections(
     """Check the top level, then return the validated section ``name`` and the seed."""
     check_top_level(path)
     return load_section(name, path, schema=schema), load_seed(path)
+
+
+def check_seed(where: str | Path, key: str, seed: int, seeds: list[int]) -> None:
+    """A seed asked for on the command line must be one the params list."""
+    if seed not in seeds:
+        raise ConfigError(
+            f"{where}: key '{key}' has no seed {seed} "
+            f"(it lists: {', '.join(map(str, seeds))})"
+        )

@@ -29,7 +29,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from firth import runner
+from firth import stage_cli
 from firth.accel import Accel
 from firth.config import load_section
 from firth.errors import FirthError
@@ -189,11 +189,11 @@ def start_stage(
     args, *, device: str, key: str, script: str | Path, ddp: bool
 ) -> tuple[Accel, Group] | None:
     """The ``accel`` settings of a training stage (``args``: its parsed command
-    line, firth.runner): its Accel and its place in the DDP group. With
+    line, firth.stage_cli): its Accel and its place in the DDP group. With
     ``accel.processes > 1`` outside torchrun (and a trainer that supports DDP,
     ``ddp``), start ``script`` with the same arguments under torchrun instead and
     return None once every rank has finished."""
-    cfg = load_section("accel", runner.params_path(args))
+    cfg = load_section("accel", stage_cli.params_path(args))
     if ddp and should_launch(cfg.processes):
         launch(script, args.argv, cfg.processes)
         return None

@@ -212,7 +212,7 @@ def scorecard(
 ) -> Section:
     """The report's opening section: every known finding with its verdict and a
     link to the section holding its evidence, then each task's best model
-    against its partial-input baselines (``baselines``: firth.partial's
+    against its partial-input baselines (``baselines``: firth.partial_input's
     section)."""
     rows = [
         [f.claim, f.source, f.evidence, f.verdict, f"→ {f.where}" if f.where else "-"]

@@ -51,6 +51,13 @@ def write_text(path: str | Path, text: str) -> None:
         tmp.write_text(text, encoding="utf-8")
 
 
+def write_folder(path: str | Path, fill) -> None:
+    """A new folder at ``path`` filled by ``fill(folder)``, swapped in atomically."""
+    with atomic_path(path) as tmp:
+        tmp.mkdir()
+        fill(tmp)
+
+
 def write_json(path: str | Path, obj: Any) -> None:
     """Write ``obj`` as indented, key-sorted JSON atomically."""
     write_text(
@@ -72,6 +79,18 @@ def write_curve(path: str | Path, rows: list[dict], columns: list[str]) -> None:
                         for k, v in row.items()
                     }
                 )
+
+
+def write_rows(
+    path: str | Path, header: list[str], rows, *, delimiter: str = ","
+) -> None:
+    """``rows`` (sequences) under ``header`` as CSV (or TSV), atomically."""
+    with atomic_path(path) as tmp:
+        with open(tmp, "w", newline="", encoding="utf-8") as f:
+            terminator = "\n" if delimiter == "\t" else "\r\n"
+            w = csv.writer(f, delimiter=delimiter, lineterminator=terminator)
+            w.writerow(header)
+            w.writerows(rows)
 
 
 def read_json(path: str | Path) -> Any:

@@ -10,8 +10,10 @@ one-line error naming the file and the first wrong key)."""
 from __future__ import annotations
 
 import math
+import resource
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -76,9 +78,6 @@ class Spread(Record):
             stats = tuple(round(float(x), digits) for x in stats)
         mean, sd, lo, hi = stats
         return cls(mean=mean, sd=sd, min=lo, max=hi, n=len(values))
-
-    def __str__(self) -> str:  # for logs
-        return f"{self.mean} ± {self.sd} (n={self.n})"
 
 
 class Contamination(Record):
@@ -162,5 +161,16 @@ def load(path: str | Path, schema: type[R] | Any) -> R:
     return parse(read_json(path), schema, path)
 
 
-def load_if(path: Path, schema: type[R] | Any) -> R | None:
-    return load(path, schema) if path.exists() else None
+def peak_rss_mb() -> float:
+    """This process's peak resident memory so far, in MB (1 decimal)."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+@dataclass
+class StageOutput:
+    """What a training stage writes: its model folder (``write`` fills a new, empty
+    folder), its statistics record (train.json) and its curve rows (curve.csv)."""
+
+    write: Callable[[Path], None]
+    stats: Record
+    curve: list[dict] = field(default_factory=list)

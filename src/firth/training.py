@@ -34,7 +34,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 import torch
 from tqdm import tqdm
@@ -83,34 +83,90 @@ class Plan:
         return step == self.steps and step - last > self.eval_every // 4
 
 
+def scheduled_plan(cfg, *, steps_per_epoch: int, epochs: float) -> Plan:
+    """The LM and NMT trainers' plan from their ``common`` settings: AdamW,
+    ``cfg.warmup`` of the steps warming up then cosine decay, ``evals_per_epoch``
+    validations per epoch, the lowest validation loss kept."""
+    total = max(1, math.ceil(epochs * steps_per_epoch))
+    return Plan(
+        steps=total,
+        steps_per_epoch=steps_per_epoch,
+        eval_every=max(1, steps_per_epoch // cfg.evals_per_epoch),
+        lr=cfg.lr,
+        optimizer="adamw",
+        weight_decay=cfg.weight_decay,
+        warmup=int(cfg.warmup * total),
+        clip=cfg.clip,
+        patience=cfg.patience,
+    )
+
+
+def per_epoch_plan(cfg, *, steps_per_epoch: int) -> Plan:
+    """The tagger and NLI trainers' plan: Adam at a constant rate, a validation
+    after each of ``cfg.epochs`` epochs, the highest score kept."""
+    return Plan(
+        steps=cfg.epochs * steps_per_epoch,
+        steps_per_epoch=steps_per_epoch,
+        eval_every=steps_per_epoch,
+        lr=cfg.lr,
+        optimizer="adam",
+        decay=False,
+        clip=cfg.clip,
+        patience=cfg.patience,
+        higher_is_better=True,
+    )
+
+
+def epoch_stats(result: Result, *, examples: int, score: str, unit: str) -> dict:
+    """Whole epochs run, the best validation's epoch and ``best_valid_<score>``,
+    and ``<unit>_per_second`` over ``examples`` per epoch (per-epoch plans)."""
+    per_epoch = result.plan.steps_per_epoch
+    epochs = result.steps // per_epoch
+    return {
+        "epochs": epochs,
+        "best_epoch": result.best_step // per_epoch,
+        f"best_valid_{score}": result.best_score,
+        f"{unit}_per_second": round(examples * epochs / result.seconds, 1)
+        if result.seconds
+        else None,
+    }
+
+
 def curve_columns(*fields: str) -> list[str]:
     """The columns of a history row whose task adds ``fields`` (curve.csv)."""
     return ["step", "epoch", "lr", "train_loss", *fields, "train_seconds"]
 
 
-class Task(Protocol):
-    """What a task supplies to the loop."""
+class Task:
+    """What a task supplies to the loop (subclass it): its batches, their loss and
+    a validation; a task that carries state from batch to batch (an LM's hidden
+    state) also overrides start_epoch, carried and restore."""
 
     def epoch_batches(self, epoch: int) -> Sequence[Any]:
         """Epoch ``epoch``'s batches in order (cheap descriptions, made from the
         seed and the epoch alone, so a resumed run can skip to its position)."""
-
-    def start_epoch(self) -> None:
-        """Called before an epoch's first batch (an LM resets its carried state)."""
+        raise NotImplementedError
 
     def loss(self, batch: Any) -> tuple[torch.Tensor, float, float]:
         """The objective to minimise on ``batch`` (this rank's share), the summed
         training loss to report and the count it is summed over (targets,
         sentences): the curve's train loss is the ratio of their sums."""
+        raise NotImplementedError
 
     def validate(self) -> tuple[float, dict]:
         """The validation score (rank 0 only, in eval mode) and the curve fields
         to log beside it."""
+        raise NotImplementedError
+
+    def start_epoch(self) -> None:
+        """Called before an epoch's first batch (an LM resets its carried state)."""
 
     def carried(self) -> Any:
         """State carried from batch to batch that the checkpoint must hold."""
+        return None
 
-    def restore(self, carried: Any) -> None: ...
+    def restore(self, carried: Any) -> None:
+        """Set the carried state saved by ``carried``."""
 
 
 @dataclass
@@ -154,6 +210,15 @@ class Result:
         }
 
 
+def check_kept(name: str, kept: float, best: float) -> None:
+    """Warn when the kept weights do not score the validation loss they were kept
+    for (exactly equal on CPU; GPU kernels may differ in the last digits)."""
+    if abs(kept - best) > 1e-6 * kept:
+        log.warning(
+            "%s: kept weights score %.6f on valid, recorded best %.6f", name, kept, best
+        )
+
+
 def _optimizer(model: torch.nn.Module, plan: Plan) -> torch.optim.Optimizer:
     if plan.optimizer == "adam":
         return torch.optim.Adam(model.parameters(), lr=plan.lr)
@@ -183,22 +248,9 @@ def fit(
     torch.manual_seed(seed + group.rank)  # dropout differs across ranks
     accel.prepare(model)
     opt = _optimizer(model, plan)
-    best = -math.inf if plan.higher_is_better else math.inf
-    s: dict[str, Any] = dict(
-        step=0, epoch=0, pos=0, bad=0, history=[], best=best, best_step=0,
-        best_state=None,
-        seconds=0.0, trained=0.0, stopped=False,
-    )  # fmt: skip
-    saved = checkpoint.load() if checkpoint else None
-    if saved:
-        model.load_state_dict(saved.pop("model"))
-        opt.load_state_dict(saved.pop("optimizer"))
-        rng, carried = saved.pop("rng"), saved.pop("carried")
-        if group.active:  # one carried state and generator per rank
-            rng, carried = rng[group.rank], carried[group.rank]
-        set_rng_state(rng, device)
-        task.restore(carried)
-        s.update(saved)
+    s = _start_state(plan)
+    if checkpoint and (saved := checkpoint.load()):
+        _resume(saved, model, opt, task, s, group, device)
         log.info("%s: resumed at step %d of %d", desc, s["step"], plan.steps)
     log.info(
         "%s: %d parameters; %d steps (%d per epoch), validation every %d%s",
@@ -214,13 +266,9 @@ def fit(
         task.start_epoch()
     loss_sum, count = 0.0, 0.0
     bar = tqdm(
-        total=plan.steps,
-        initial=s["step"],
-        desc=desc,
-        unit="step",
-        disable=None if group.main else True,
-        mininterval=5,
-    )
+        total=plan.steps, initial=s["step"], desc=desc, unit="step",
+        disable=None if group.main else True, mininterval=5,
+    )  # fmt: skip
     model.train()
     evals = 0
     while s["step"] < plan.steps and not s["stopped"]:
@@ -230,17 +278,8 @@ def fit(
             task.start_epoch()
         batch = batches[s["pos"]]
         s["pos"] += 1
-        for g in opt.param_groups:
-            g["lr"] = plan.lr_at(s["step"])
         t0 = time.perf_counter()
-        with accel.autocast():
-            objective, batch_loss, batch_count = task.loss(batch)
-        opt.zero_grad(set_to_none=True)
-        objective.backward()
-        if plan.clip:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), plan.clip)
-        opt.step()
-        accel.synchronize()
+        batch_loss, batch_count = _step(model, opt, task, batch, plan, s, accel)
         s["seconds"] += time.perf_counter() - t0
         loss_sum += batch_loss
         count += batch_count
@@ -252,21 +291,7 @@ def fit(
         loss_sum, count = distributed.sum_floats([loss_sum, count], group)
         s["trained"] += count
         _validate(model, task, plan, s, group, train_loss=loss_sum / max(1, count))
-        log.info(
-            "%s: step %d/%d (epoch %.2f, %.0f per second): train loss %.4f, %s%s",
-            desc,
-            s["step"],
-            plan.steps,
-            s["history"][-1]["epoch"],
-            s["trained"] / max(s["seconds"], 1e-9),
-            s["history"][-1]["train_loss"],
-            ", ".join(
-                f"{k} {v:.4f}"
-                for k, v in s["history"][-1].items()
-                if k.startswith("valid_") and isinstance(v, float)
-            ),
-            "" if s["bad"] else " (best)",
-        )
+        _log_validation(desc, plan, s)
         loss_sum, count = 0.0, 0.0
         if checkpoint:
             _save(checkpoint, model, opt, task, s, group, device)
@@ -281,15 +306,66 @@ def fit(
     bar.close()
     loss_sum, count = distributed.sum_floats([loss_sum, count], group)
     return Result(
-        best_state=s["best_state"],
-        best_score=s["best"],
-        plan=plan,
-        best_step=s["best_step"],
-        history=s["history"],
-        steps=s["step"],
-        trained=s["trained"] + count,
-        seconds=s["seconds"],
-        early_stopped=s["stopped"],
+        best_state=s["best_state"], best_score=s["best"], plan=plan,
+        best_step=s["best_step"], history=s["history"], steps=s["step"],
+        trained=s["trained"] + count, seconds=s["seconds"], early_stopped=s["stopped"],
+    )  # fmt: skip
+
+
+def _start_state(plan: Plan) -> dict[str, Any]:
+    """The loop's state before the first step (what a checkpoint saves)."""
+    best = -math.inf if plan.higher_is_better else math.inf
+    return dict(
+        step=0, epoch=0, pos=0, bad=0, history=[], best=best, best_step=0,
+        best_state=None, seconds=0.0, trained=0.0, stopped=False,
+    )  # fmt: skip
+
+
+def _resume(saved: dict, model, opt, task: Task, s: dict, group: Group, device):
+    """Restore the weights, optimiser, this rank's generators and carried state,
+    and the loop's state from a checkpoint."""
+    model.load_state_dict(saved.pop("model"))
+    opt.load_state_dict(saved.pop("optimizer"))
+    rng, carried = saved.pop("rng"), saved.pop("carried")
+    if group.active:  # one carried state and generator per rank
+        rng, carried = rng[group.rank], carried[group.rank]
+    set_rng_state(rng, device)
+    task.restore(carried)
+    s.update(saved)
+
+
+def _step(model, opt, task: Task, batch, plan: Plan, s: dict, accel: Accel):
+    """One optimiser step on ``batch`` at the planned learning rate: the batch's
+    summed loss and count."""
+    for g in opt.param_groups:
+        g["lr"] = plan.lr_at(s["step"])
+    with accel.autocast():
+        objective, batch_loss, batch_count = task.loss(batch)
+    opt.zero_grad(set_to_none=True)
+    objective.backward()
+    if plan.clip:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), plan.clip)
+    opt.step()
+    accel.synchronize()
+    return batch_loss, batch_count
+
+
+def _log_validation(desc: str, plan: Plan, s: dict) -> None:
+    row = s["history"][-1]
+    log.info(
+        "%s: step %d/%d (epoch %.2f, %.0f per second): train loss %.4f, %s%s",
+        desc,
+        s["step"],
+        plan.steps,
+        row["epoch"],
+        s["trained"] / max(s["seconds"], 1e-9),
+        row["train_loss"],
+        ", ".join(
+            f"{k} {v:.4f}"
+            for k, v in row.items()
+            if k.startswith("valid_") and isinstance(v, float)
+        ),
+        "" if s["bad"] else " (best)",
     )
 
 

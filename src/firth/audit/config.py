@@ -6,10 +6,10 @@ from typing import Self
 
 from pydantic import Field, model_validator
 
-from firth.section import Section
+from firth.param_section import ParamSection
 
 
-class Audit(Section):
+class AuditParams(ParamSection):
     ngram: int = Field(ge=0)
     percentile: float = Field(ge=0, le=100)
     min_n: int = Field(ge=1)

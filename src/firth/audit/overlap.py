@@ -92,7 +92,7 @@ class AuditResult:
         return self.ngram | self.exact | self.near
 
 
-class Audit:
+class OverlapAudit:
     """Audit ``examples`` (raw texts) against training lines streamed to ``scan``."""
 
     def __init__(
@@ -141,7 +141,9 @@ class Audit:
                     self.lsh.insert(i, m)
 
     @classmethod
-    def from_settings(cls, examples: list[str], cfg, *, near: bool = True) -> Audit:
+    def from_settings(
+        cls, examples: list[str], cfg, *, near: bool = True
+    ) -> OverlapAudit:
         """An audit of ``examples`` with the ``audit`` params section ``cfg``: n fixed
         there or by its percentile rule; ``near=False`` skips MinHash."""
         n = cfg.ngram or choose_n(

@@ -30,24 +30,24 @@ Question = tuple[str, str, str, str]
 
 
 @dataclass(frozen=True)
-class Section:
+class AnalogySection:
     name: str
     questions: list[Question]
 
 
-def read_analogies(path: str | Path) -> list[Section]:
+def read_analogies(path: str | Path) -> list[AnalogySection]:
     """Sections (': name' lines) of four-word questions."""
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path}: not found")
-    sections: list[Section] = []
+    sections: list[AnalogySection] = []
     with open(path, encoding="utf-8") as f:
         for line_no, line in enumerate(f, start=1):
             line = line.strip()
             if not line:
                 continue
             if line.startswith(":"):
-                sections.append(Section(line.lstrip(": ").strip(), []))
+                sections.append(AnalogySection(line.lstrip(": ").strip(), []))
                 continue
             parts = line.split()
             if len(parts) != 4:
@@ -91,7 +91,7 @@ def _predict(
 
 
 def evaluate_analogies(
-    emb: Embedding, sections: list[Section], *, restrict: int | None
+    emb: Embedding, sections: list[AnalogySection], *, restrict: int | None
 ) -> dict:
     """Accuracy per method, by section and in total, with coverage.
 

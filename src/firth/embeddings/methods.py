@@ -36,7 +36,7 @@ METHODS = ("sgns", "subword", "ppmi-svd", "glove", "gensim")
 
 
 @dataclass
-class Trained:
+class TrainedVectors:
     embedding: Embedding
     stats: dict[str, Any]
     loss_curve: list[float] = field(default_factory=list)
@@ -75,114 +75,155 @@ def train_method(
     seed: int,
     progress: bool = True,
     checkpoint: Checkpoint | None = None,
-) -> Trained:
+) -> TrainedVectors:
     """Train ``method``; with ``checkpoint``, the iterative trainers (SGNS,
     subword, GloVe) save their state after every epoch and resume from it."""
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r} (known: {', '.join(METHODS)})")
-    device = resolve_device(cfg.common.device, key="embeddings.common.device")
-    words = corpus.vocab.words
-    if method in ("sgns", "subword"):
-        scfg = sgns_config(cfg, seed)
-        space = S = None
-        if method == "subword":
-            sw = cfg.subword
-            space, S = build_space(
-                words,
-                min_n=sw.min_n,
-                max_n=sw.max_n,
-                buckets=sw.buckets,
-                combine=sw.combine,
-            )
-        Z, _C, st = train_sgns(
-            corpus,
-            scfg,
-            device=device,
-            composition=S,
-            progress=progress,
-            resume=checkpoint.load() if checkpoint else None,
-            on_epoch=checkpoint.save if checkpoint else None,
-        )
-        W = Z if S is None else S.to(device) @ Z
-        stats = {
-            "seconds": st.seconds,
-            "words_per_second": _rate(corpus, scfg.epochs, st.seconds),
-            "pairs": st.pairs,
-            "pairs_per_epoch": st.pairs / max(1, st.epochs),
-            "kept_tokens_per_epoch": st.kept_tokens / max(1, st.epochs),
-            "first_loss": st.first_loss,
-            "final_loss": st.epoch_loss[-1] if st.epoch_loss else float("nan"),
-            "device": device.type,
-            "config": asdict(scfg),
-        }
-        if space is not None:
-            stats["input_rows"] = space.rows
-            stats["used_buckets"] = int(len(space.used_buckets))
-        return Trained(
-            Embedding(words, W.detach().cpu().numpy().astype(np.float32)),
-            stats,
-            st.epoch_loss,
-            table=Z.detach().cpu() if space is not None else None,
-            space=space,
-        )
+    if method == "gensim":
+        return _train_gensim(corpus, sentences, cfg, seed=seed)
+    run = TrainerInputs(
+        corpus,
+        cfg,
+        seed,
+        resolve_device(cfg.common.device, key="embeddings.common.device"),
+        progress,
+        checkpoint,
+    )
     if method == "ppmi-svd":
-        t0 = time.perf_counter()
-        X = cooccurrence(corpus, window=cfg.common.window, progress=progress)
-        M = ppmi(X, alpha=cfg.ppmi.alpha, shift=cfg.ppmi.shift)
-        vecs, S = svd_vectors(M, dim=cfg.common.dim, power=cfg.ppmi.power, seed=seed)
-        seconds = time.perf_counter() - t0
-        return Trained(
-            Embedding(words, vecs),
-            {
-                "seconds": seconds,
-                "words_per_second": _rate(corpus, 1, seconds),
-                "cooccurrence_nonzeros": int(X.nnz),
-                "ppmi_nonzeros": int(M.nnz),
-                "top_singular_values": [float(x) for x in S[:5]],
-            },
-        )
+        return _train_ppmi_svd(run)
     if method == "glove":
-        g = cfg.glove
-        t0 = time.perf_counter()
-        X = cooccurrence(
-            corpus, window=g.window, weighting="harmonic", progress=progress
+        return _train_glove(run)
+    return _train_sgns(run, subword=method == "subword")
+
+
+@dataclass
+class TrainerInputs:
+    """What every own trainer is given: the corpus, the settings, the seed, the
+    device, whether to show progress, and the checkpoint (resume and save)."""
+
+    corpus: Corpus
+    cfg: Embeddings
+    seed: int
+    device: torch.device
+    progress: bool
+    checkpoint: Checkpoint | None
+
+    @property
+    def resume(self):
+        return self.checkpoint.load() if self.checkpoint else None
+
+    @property
+    def on_epoch(self):
+        return self.checkpoint.save if self.checkpoint else None
+
+
+def _train_sgns(run: TrainerInputs, *, subword: bool) -> TrainedVectors:
+    corpus, cfg, device = run.corpus, run.cfg, run.device
+    scfg = sgns_config(cfg, run.seed)
+    space = S = None
+    if subword:
+        sw = cfg.subword
+        space, S = build_space(
+            corpus.vocab.words,
+            min_n=sw.min_n,
+            max_n=sw.max_n,
+            buckets=sw.buckets,
+            combine=sw.combine,
         )
-        gcfg = GloVeConfig(
-            dim=cfg.common.dim,
-            x_max=g.x_max,
-            alpha=g.alpha,
-            lr=g.lr,
-            epochs=g.epochs,
-            batch=g.batch,
-            seed=seed,
-        )
-        vecs, st = train_glove(
-            X,
-            gcfg,
-            device=device,
-            progress=progress,
-            resume=checkpoint.load() if checkpoint else None,
-            on_epoch=checkpoint.save if checkpoint else None,
-        )
-        seconds = time.perf_counter() - t0
-        return Trained(
-            Embedding(words, vecs.detach().cpu().numpy().astype(np.float32)),
-            {
-                "seconds": seconds,
-                "words_per_second": _rate(corpus, 1, seconds),
-                "nonzeros": st.nonzeros,
-                "final_loss": st.epoch_loss[-1],
-                "device": device.type,
-                "config": asdict(gcfg),
-            },
-            st.epoch_loss,
-        )
-    return _train_gensim(corpus, sentences, cfg, seed=seed)
+    Z, _C, st = train_sgns(
+        corpus,
+        scfg,
+        device=device,
+        composition=S,
+        progress=run.progress,
+        resume=run.resume,
+        on_epoch=run.on_epoch,
+    )
+    W = Z if S is None else S.to(device) @ Z
+    stats = {
+        "seconds": st.seconds,
+        "words_per_second": _rate(corpus, scfg.epochs, st.seconds),
+        "pairs": st.pairs,
+        "pairs_per_epoch": st.pairs / max(1, st.epochs),
+        "kept_tokens_per_epoch": st.kept_tokens / max(1, st.epochs),
+        "first_loss": st.first_loss,
+        "final_loss": st.epoch_loss[-1] if st.epoch_loss else float("nan"),
+        "device": device.type,
+        "config": asdict(scfg),
+    }
+    if space is not None:
+        stats["input_rows"] = space.rows
+        stats["used_buckets"] = int(len(space.used_buckets))
+    return TrainedVectors(
+        Embedding(corpus.vocab.words, W.detach().cpu().numpy().astype(np.float32)),
+        stats,
+        st.epoch_loss,
+        table=Z.detach().cpu() if space is not None else None,
+        space=space,
+    )
+
+
+def _train_ppmi_svd(run: TrainerInputs) -> TrainedVectors:
+    corpus, cfg = run.corpus, run.cfg
+    t0 = time.perf_counter()
+    X = cooccurrence(corpus, window=cfg.common.window, progress=run.progress)
+    M = ppmi(X, alpha=cfg.ppmi.alpha, shift=cfg.ppmi.shift)
+    vecs, S = svd_vectors(M, dim=cfg.common.dim, power=cfg.ppmi.power, seed=run.seed)
+    seconds = time.perf_counter() - t0
+    return TrainedVectors(
+        Embedding(corpus.vocab.words, vecs),
+        {
+            "seconds": seconds,
+            "words_per_second": _rate(corpus, 1, seconds),
+            "cooccurrence_nonzeros": int(X.nnz),
+            "ppmi_nonzeros": int(M.nnz),
+            "top_singular_values": [float(x) for x in S[:5]],
+        },
+    )
+
+
+def _train_glove(run: TrainerInputs) -> TrainedVectors:
+    corpus, g = run.corpus, run.cfg.glove
+    t0 = time.perf_counter()
+    X = cooccurrence(
+        corpus, window=g.window, weighting="harmonic", progress=run.progress
+    )
+    gcfg = GloVeConfig(
+        dim=run.cfg.common.dim,
+        x_max=g.x_max,
+        alpha=g.alpha,
+        lr=g.lr,
+        epochs=g.epochs,
+        batch=g.batch,
+        seed=run.seed,
+    )
+    vecs, st = train_glove(
+        X,
+        gcfg,
+        device=run.device,
+        progress=run.progress,
+        resume=run.resume,
+        on_epoch=run.on_epoch,
+    )
+    seconds = time.perf_counter() - t0
+    return TrainedVectors(
+        Embedding(corpus.vocab.words, vecs.detach().cpu().numpy().astype(np.float32)),
+        {
+            "seconds": seconds,
+            "words_per_second": _rate(corpus, 1, seconds),
+            "nonzeros": st.nonzeros,
+            "final_loss": st.epoch_loss[-1],
+            "device": run.device.type,
+            "config": asdict(gcfg),
+        },
+        st.epoch_loss,
+    )
 
 
 def _train_gensim(
     corpus: Corpus, sentences: list[list[str]], cfg: Embeddings, *, seed: int
-) -> Trained:
+) -> TrainedVectors:
     from gensim.models import Word2Vec
 
     c = cfg.common
@@ -218,7 +259,7 @@ def _train_gensim(
     if missing:
         raise RuntimeError(f"gensim's vocabulary lacks {len(missing)} of our words")
     vecs = np.stack([kv[w] for w in corpus.vocab.words]).astype(np.float32)
-    return Trained(
+    return TrainedVectors(
         Embedding(corpus.vocab.words, vecs),
         {
             "seconds": seconds,

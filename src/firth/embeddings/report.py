@@ -11,6 +11,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from firth.embeddings.results import (  # noqa: E402
+    AnalogyDetail,
+    EmbeddingDetail,
     EmbeddingEval,
     EmbeddingTrain,
     Scores,
@@ -55,7 +57,7 @@ def _mean(s: Spread | None) -> float | None:
 def embeddings_section(
     train: dict[str, list[EmbeddingTrain]],
     evals: dict[str, EmbeddingEval],
-    details: dict[str, dict],
+    details: dict[str, EmbeddingDetail],
     bench: dict | None,
     curves: dict[str, dict[int, list[tuple[int, float]]]] | None = None,
 ) -> Section:
@@ -68,8 +70,8 @@ def embeddings_section(
     sec.tables.append(seeds_table(methods, evals))
     if any(evals[m].summary.similarity_with_oov for m in methods):
         sec.tables.append(oov_similarity_table(methods, evals))
-    top = {m: _top_detail(details.get(m, {})) for m in methods}
-    names = list(dict.fromkeys(n for r in top.values() if r for n in r["sections"]))
+    top = {m: details[m].top() if m in details else None for m in methods}
+    names = list(dict.fromkeys(n for r in top.values() if r for n in r.sections))
     if names:
         sec.tables.append(analogy_sections_table(methods, top, names))
     sec.tables += neighbour_tables(methods, details)
@@ -182,35 +184,30 @@ def oov_similarity_table(methods: list[str], evals: dict[str, EmbeddingEval]):
     )
 
 
-def _top_detail(detail: dict) -> dict | None:
-    """The detail of the analogy set's 'top' candidates (its sections)."""
-    return next(
-        (r for k, r in detail.get("analogy", {}).items() if k.endswith("/top")), None
-    )
-
-
 def analogy_sections_table(methods, top, names) -> tuple[str, Table]:
     rows = []
     for n in names:
-        entries = [top[m]["sections"].get(n) if top[m] else None for m in methods]
-        cov = next((f"{e['covered']}/{e['questions']}" for e in entries if e), "-")
-        rows.append([n, *(num(e["3cosadd"], 3) if e else "-" for e in entries), cov])
+        entries = [top[m].sections.get(n) if top[m] else None for m in methods]
+        cov = next((f"{e.covered}/{e.questions}" for e in entries if e), "-")
+        rows.append([n, *(num(e.cos_add, 3) if e else "-" for e in entries), cov])
     return (
         "3CosAdd by analogy section (top candidates)",
         (["section", *methods, "covered"], rows),
     )
 
 
-def neighbour_tables(methods: list[str], details: dict[str, dict]) -> list:
+def neighbour_tables(methods: list[str], details: dict[str, EmbeddingDetail]) -> list:
     probe_rows, oov_rows = [], []
     for m in methods:
-        for entry in details.get(m, {}).get("neighbours", []):
-            near = ", ".join(w for w, _ in entry["neighbours"][:6])
-            probe_rows.append([entry["word"], m, near or "(not in vocabulary)"])
-        for entry in details.get(m, {}).get("oov_neighbours", []):
-            near = ", ".join(w for w, _ in entry["neighbours"][:6])
-            seen = "in vocabulary" if entry["in_vocab"] else "unseen"
-            oov_rows.append([entry["word"], seen, m, near or "(no known n-gram)"])
+        if m not in details:
+            continue
+        for entry in details[m].neighbours:
+            near = ", ".join(w for w, _ in entry.neighbours[:6])
+            probe_rows.append([entry.word, m, near or "(not in vocabulary)"])
+        for entry in details[m].oov_neighbours:
+            near = ", ".join(w for w, _ in entry.neighbours[:6])
+            seen = "in vocabulary" if entry.in_vocab else "unseen"
+            oov_rows.append([entry.word, seen, m, near or "(no known n-gram)"])
     out = []
     if probe_rows:
         probe_rows.sort(key=lambda r: r[0])
@@ -300,16 +297,18 @@ def benchmark_table(bench: dict) -> tuple[str, Table]:
     )
 
 
-def analogy_sections_figure(methods: list[str], top: dict[str, dict | None]) -> bytes:
+def analogy_sections_figure(
+    methods: list[str], top: dict[str, AnalogyDetail | None]
+) -> bytes:
     """3CosAdd per analogy section (top candidates), one bar per method."""
-    names = list(dict.fromkeys(n for r in top.values() if r for n in r["sections"]))
+    names = list(dict.fromkeys(n for r in top.values() if r for n in r.sections))
     fig, ax = plt.subplots(
         figsize=(7.5, 0.32 * len(names) * max(1, len(methods)) / 2 + 1.5)
     )
     height = 0.8 / max(1, len(methods))
     for i, m in enumerate(methods):
-        secs = (top.get(m) or {}).get("sections", {})
-        vals = [(secs.get(n) or {}).get("3cosadd") or 0.0 for n in names]
+        secs = top[m].sections if top.get(m) else {}
+        vals = [secs[n].cos_add if n in secs else 0.0 for n in names]
         ax.barh([j + i * height for j in range(len(names))], vals, height, label=m)
     ax.set_yticks([j + 0.4 - height / 2 for j in range(len(names))])
     ax.set_yticklabels(names, fontsize=7)

@@ -145,3 +145,64 @@ EmbeddingTrain = Annotated[
     SgnsTrain | SubwordTrain | GloveTrain | PpmiSvdTrain | GensimTrain,
     Field(discriminator="method"),
 ]
+
+
+class SectionAccuracy(Record):
+    """Analogy accuracies over one section of the set (capital-world, ...)."""
+
+    questions: int
+    covered: int
+    cos_add: float = Field(alias="3cosadd")
+    cos_add_incl: float = Field(alias="3cosadd_incl")
+    cos_mul: float = Field(alias="3cosmul")
+    only_b: float
+
+
+class AnalogyDetail(Record):
+    """One analogy set over one candidate vocabulary (``restrict`` most frequent
+    words; None = all), overall and by section."""
+
+    questions: int
+    covered: int
+    candidates: int
+    restrict: int | None
+    coverage: float
+    cos_add: float = Field(alias="3cosadd")
+    cos_add_incl: float = Field(alias="3cosadd_incl")
+    cos_mul: float = Field(alias="3cosmul")
+    only_b: float
+    sections: dict[str, SectionAccuracy]
+
+
+class SimilarityDetail(Record):
+    pairs: int
+    covered: int
+    covered_in_vocab: int
+    coverage: float
+    spearman: float | None
+    pearson: float | None
+
+
+class Neighbours(Record):
+    """A probe word's nearest neighbours (word, cosine), empty for no vector."""
+
+    word: str
+    in_vocab: bool
+    neighbours: list[tuple[str, float]]
+
+
+class EmbeddingDetail(Record):
+    """eval_detail.json of the first seed: analogies by '<set>/<top|full>',
+    similarity by set (and '<set>/with_oov' for the subword model), and the
+    nearest neighbours of the probe words (of unseen words too, subword)."""
+
+    method: str
+    seed: int
+    analogy: dict[str, AnalogyDetail]
+    similarity: dict[str, SimilarityDetail]
+    neighbours: list[Neighbours]
+    oov_neighbours: list[Neighbours] = []
+
+    def top(self) -> AnalogyDetail | None:
+        """The analogy detail over the most frequent candidates."""
+        return next((r for k, r in self.analogy.items() if k.endswith("/top")), None)

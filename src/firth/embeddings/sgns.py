@@ -278,6 +278,76 @@ def init_tables(
     return W, C
 
 
+def alias_sample(prob, alias, shape, *, generator) -> torch.Tensor:
+    """Draws from the alias table (``prob``, ``alias``) of a distribution over
+    its ``len(prob)`` outcomes: a uniform outcome, kept with its probability or
+    replaced by its alias."""
+    device = prob.device
+    pick = torch.randint(0, len(prob), shape, generator=generator, device=device)
+    u01 = torch.rand(*shape, generator=generator, device=device)
+    return torch.where(u01 < prob[pick], pick, alias[pick])
+
+
+@dataclass
+class Tables:
+    """The trained tables: input Z (words, or n-gram rows composed by S), context
+    C, and the row-wise AdaGrad accumulators where the optimiser is AdaGrad."""
+
+    Z: torch.Tensor
+    C: torch.Tensor
+    S: torch.Tensor | None
+    opt_in: RowAdaGrad | None
+    opt_out: RowAdaGrad | None
+
+    def step(
+        self, centre, targets, lr: float, cfg: SGNSConfig, *, kernel
+    ) -> torch.Tensor:
+        """One update on the pairs (centre, targets[:, 0]) and their negatives
+        (targets[:, 1:]); the scores z of every (centre, target)."""
+        Z, C, S = self.Z, self.C, self.S
+        Wc = Z if S is None else S @ Z  # (V, d) word input vectors
+        v = Wc.index_select(0, centre)  # (P, d)
+        z, grad_v, grad_C = step_gradients(v, C, targets, kernel=kernel)
+        grad_W = torch.zeros_like(Wc).index_add_(0, centre, grad_v)  # (V, d)
+        grad_Z = grad_W if S is None else S.t() @ grad_W  # (R, d)
+        if self.opt_in is not None:
+            self.opt_in.step(Z, grad_Z, lr)
+            self.opt_out.step(C, grad_C, lr)
+        elif cfg.optimizer == "damped-sgd":
+            h_in, h_out = row_curvature(
+                z, v, C, targets, centre, rows_in=len(C), floor=cfg.curvature_floor
+            )
+            if S is not None:
+                h_in = (S.t() @ h_in[:, None]).squeeze(1)
+            Z.addcdiv_(grad_Z, (1.0 + lr * h_in)[:, None], value=-lr)
+            C.addcdiv_(grad_C, (1.0 + lr * h_out)[:, None], value=-lr)
+        else:
+            Z.add_(grad_Z, alpha=-lr)
+            C.add_(grad_C, alpha=-lr)
+        return z
+
+    def state(self, gen: torch.Generator, stats: TrainStats) -> dict:
+        """The whole training state after an epoch (a checkpoint)."""
+        return {
+            "Z": self.Z.detach().cpu(),
+            "C": self.C.detach().cpu(),
+            "acc_in": self.opt_in.acc.cpu() if self.opt_in is not None else None,
+            "acc_out": self.opt_out.acc.cpu() if self.opt_out is not None else None,
+            "generator": gen.get_state(),
+            "stats": asdict(stats),
+        }
+
+    def restore(self, saved: dict, gen: torch.Generator, device) -> TrainStats:
+        """Set the tables, accumulators and generator from ``state``'s output."""
+        self.Z.copy_(saved["Z"].to(device))
+        self.C.copy_(saved["C"].to(device))
+        if self.opt_in is not None:
+            self.opt_in.acc.copy_(saved["acc_in"].to(device))
+            self.opt_out.acc.copy_(saved["acc_out"].to(device))
+        gen.set_state(saved["generator"])
+        return TrainStats(**saved["stats"])
+
+
 def train_sgns(
     corpus: Corpus,
     cfg: SGNSConfig,
@@ -309,120 +379,117 @@ def train_sgns(
     Z, C = init_tables(rows_in, V, cfg.dim, generator=gen, device=device)
     S = composition.to(device) if composition is not None else None
 
-    ids = torch.from_numpy(corpus.ids).to(device)
-    sent = torch.from_numpy(corpus.sentence).to(device)
-    keep = torch.from_numpy(keep_probabilities(corpus.vocab.counts, cfg.sample))
-    keep = keep.to(device=device, dtype=torch.float32)
-    prob, alias = alias_table(noise_distribution(corpus.vocab.counts))
-    prob = torch.from_numpy(prob).to(device=device, dtype=torch.float32)
-    alias = torch.from_numpy(alias).to(device)
-    K, B = cfg.negatives, cfg.batch_centres
-
+    data = Sampling.of(corpus, cfg, device)
     # Expected steps for the linear decay: kept positions per epoch / batch.
-    expected_kept = float(keep[ids].sum().item())
-    total_steps = max(1, cfg.epochs * math.ceil(expected_kept / B))
+    expected_kept = float(data.keep[data.ids].sum().item())
+    total_steps = max(1, cfg.epochs * math.ceil(expected_kept / cfg.batch_centres))
     opt_in = RowAdaGrad(rows_in, device=device) if cfg.optimizer == "adagrad" else None
     opt_out = RowAdaGrad(V, device=device) if cfg.optimizer == "adagrad" else None
 
+    tables = Tables(Z, C, S, opt_in, opt_out)
     stats = TrainStats()
-    start_epoch, seconds_before = 0, 0.0
     if resume is not None:
-        Z.copy_(resume["Z"].to(device))
-        C.copy_(resume["C"].to(device))
-        if opt_in is not None:
-            opt_in.acc.copy_(resume["acc_in"].to(device))
-            opt_out.acc.copy_(resume["acc_out"].to(device))
-        gen.set_state(resume["generator"])
-        stats = TrainStats(**resume["stats"])
-        start_epoch, seconds_before = stats.epochs, stats.seconds
-        log.info("sgns: resuming after epoch %d/%d", start_epoch, cfg.epochs)
+        stats = tables.restore(resume, gen, device)
+        log.info("sgns: resuming after epoch %d/%d", stats.epochs, cfg.epochs)
+    start_epoch, seconds_before = stats.epochs, stats.seconds
     t0 = time.perf_counter()
     for epoch in range(start_epoch, cfg.epochs):
-        mask = torch.rand(len(ids), generator=gen, device=device) < keep[ids]
-        kept, kept_sent = ids[mask], sent[mask]
-        n = len(kept)
-        stats.kept_tokens += n
-        first, last = sentence_bounds(kept_sent)
-        order = torch.randperm(n, generator=gen, device=device)
-        loss_sum = torch.zeros((), device=device, dtype=torch.float64)
-        pairs_epoch = 0
-        bar = tqdm(
-            range(0, n, B),
-            desc=f"sgns epoch {epoch + 1}/{cfg.epochs}",
-            unit=" steps",
-            disable=not progress,
-            leave=False,
+        desc = f"sgns epoch {epoch + 1}/{cfg.epochs}"
+        n, pairs, mean = _epoch(
+            data, tables, gen, cfg, stats, total_steps, kernel, desc, progress
         )
-        for start in bar:
-            pos = order[start : start + B]
-            cpos, opos = window_pairs(
-                pos, first, last, window=cfg.window, generator=gen
-            )
-            P = len(cpos)
-            if P == 0:
-                continue
-            centre, context = kept[cpos], kept[opos]
-            neg = torch.randint(0, V, (P, K), generator=gen, device=device)
-            u01 = torch.rand(P, K, generator=gen, device=device)
-            neg = torch.where(u01 < prob[neg], neg, alias[neg])  # (P, K) ~ q
-            targets = torch.cat([context[:, None], neg], 1)  # (P, K+1)
-            frac = min(1.0, stats.steps / total_steps)
-            lr = cfg.lr * max(cfg.min_lr_ratio, 1.0 - frac)
-
-            Wc = Z if S is None else S @ Z  # (V, d) word input vectors
-            v = Wc.index_select(0, centre)  # (P, d)
-            z, grad_v, grad_C = step_gradients(v, C, targets, kernel=kernel)
-            grad_W = torch.zeros_like(Wc).index_add_(0, centre, grad_v)  # (V, d)
-            grad_Z = grad_W if S is None else S.t() @ grad_W  # (R, d)
-            if opt_in is not None:
-                opt_in.step(Z, grad_Z, lr)
-                opt_out.step(C, grad_C, lr)
-            elif cfg.optimizer == "damped-sgd":
-                h_in, h_out = row_curvature(
-                    z, v, C, targets, centre, rows_in=V, floor=cfg.curvature_floor
-                )
-                if S is not None:
-                    h_in = (S.t() @ h_in[:, None]).squeeze(1)
-                Z.addcdiv_(grad_Z, (1.0 + lr * h_in)[:, None], value=-lr)
-                C.addcdiv_(grad_C, (1.0 + lr * h_out)[:, None], value=-lr)
-            else:
-                Z.add_(grad_Z, alpha=-lr)
-                C.add_(grad_C, alpha=-lr)
-
-            batch_loss = pair_loss(z).sum()
-            if stats.steps == 0:
-                stats.first_loss = float(batch_loss.item()) / P
-            loss_sum += batch_loss
-            pairs_epoch += P
-            stats.steps += 1
-            if stats.steps % 20 == 0:
-                mean = float(loss_sum.item()) / pairs_epoch  # one sync per 20 steps
-                bar.set_postfix(loss=f"{mean:.4f}", lr=f"{lr:.4g}")
-        stats.pairs += pairs_epoch
-        stats.epochs += 1
-        mean = float(loss_sum.item()) / max(1, pairs_epoch)
-        stats.epoch_loss.append(mean)
         log.info(
             "sgns epoch %d/%d: %d kept tokens, %d pairs, loss %.4f",
             epoch + 1,
             cfg.epochs,
             n,
-            pairs_epoch,
+            pairs,
             mean,
         )
         if on_epoch is not None:
             stats.seconds = seconds_before + time.perf_counter() - t0
-            on_epoch(
-                {
-                    "Z": Z.detach().cpu(),
-                    "C": C.detach().cpu(),
-                    "acc_in": opt_in.acc.cpu() if opt_in is not None else None,
-                    "acc_out": opt_out.acc.cpu() if opt_out is not None else None,
-                    "generator": gen.get_state(),
-                    "stats": asdict(stats),
-                }
-            )
+            on_epoch(tables.state(gen, stats))
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     stats.seconds = seconds_before + time.perf_counter() - t0
     return Z, C, stats
+
+
+@dataclass
+class Sampling:
+    """The corpus on the device as the sampler reads it: token and sentence ids,
+    each type's keep probability (subsampling), and the alias table of the noise
+    distribution."""
+
+    ids: torch.Tensor
+    sent: torch.Tensor
+    keep: torch.Tensor
+    prob: torch.Tensor
+    alias: torch.Tensor
+
+    @classmethod
+    def of(cls, corpus: Corpus, cfg: SGNSConfig, device: torch.device) -> Sampling:
+        keep = torch.from_numpy(keep_probabilities(corpus.vocab.counts, cfg.sample))
+        prob, alias = alias_table(noise_distribution(corpus.vocab.counts))
+        return cls(
+            ids=torch.from_numpy(corpus.ids).to(device),
+            sent=torch.from_numpy(corpus.sentence).to(device),
+            keep=keep.to(device=device, dtype=torch.float32),
+            prob=torch.from_numpy(prob).to(device=device, dtype=torch.float32),
+            alias=torch.from_numpy(alias).to(device),
+        )
+
+
+def _epoch(
+    data: Sampling,
+    tables: Tables,
+    gen: torch.Generator,
+    cfg: SGNSConfig,
+    stats: TrainStats,
+    total_steps: int,
+    kernel,
+    desc: str,
+    progress: bool,
+) -> tuple[int, int, float]:
+    """One epoch: subsample, shuffle the kept positions, and step over batches of
+    ``batch_centres`` of them with their windows' pairs and negatives. The kept
+    tokens, the pairs and the mean pair loss (``stats`` updated)."""
+    device, ids = data.ids.device, data.ids
+    K, B = cfg.negatives, cfg.batch_centres
+    mask = torch.rand(len(ids), generator=gen, device=device) < data.keep[ids]
+    kept, kept_sent = ids[mask], data.sent[mask]
+    n = len(kept)
+    stats.kept_tokens += n
+    first, last = sentence_bounds(kept_sent)
+    order = torch.randperm(n, generator=gen, device=device)
+    loss_sum = torch.zeros((), device=device, dtype=torch.float64)
+    pairs_epoch = 0
+    bar = tqdm(
+        range(0, n, B), desc=desc, unit=" steps", disable=not progress, leave=False
+    )
+    for start in bar:
+        pos = order[start : start + B]
+        cpos, opos = window_pairs(pos, first, last, window=cfg.window, generator=gen)
+        P = len(cpos)
+        if P == 0:
+            continue
+        centre, context = kept[cpos], kept[opos]
+        neg = alias_sample(data.prob, data.alias, (P, K), generator=gen)  # ~ q
+        targets = torch.cat([context[:, None], neg], 1)  # (P, K+1)
+        frac = min(1.0, stats.steps / total_steps)
+        lr = cfg.lr * max(cfg.min_lr_ratio, 1.0 - frac)
+        z = tables.step(centre, targets, lr, cfg, kernel=kernel)
+        batch_loss = pair_loss(z).sum()
+        if stats.steps == 0:
+            stats.first_loss = float(batch_loss.item()) / P
+        loss_sum += batch_loss
+        pairs_epoch += P
+        stats.steps += 1
+        if stats.steps % 20 == 0:
+            mean = float(loss_sum.item()) / pairs_epoch  # one sync per 20 steps
+            bar.set_postfix(loss=f"{mean:.4f}", lr=f"{lr:.4g}")
+    stats.pairs += pairs_epoch
+    stats.epochs += 1
+    mean = float(loss_sum.item()) / max(1, pairs_epoch)
+    stats.epoch_loss.append(mean)
+    return n, pairs_epoch, mean

@@ -15,7 +15,13 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from firth.audit.report import audit_sentence, contamination_table  # noqa: E402
 from firth.formatting import num  # noqa: E402
-from firth.lm.results import LmEval, LmTrain, NeuralTrain  # noqa: E402
+from firth.lm.results import (  # noqa: E402
+    FlowPoint,
+    LmDetail,
+    LmEval,
+    LmTrain,
+    NeuralTrain,
+)
 from firth.report import Section, Table, figure_png  # noqa: E402
 
 ORDER = ("kn", "ffnn", "elman", "lstm", "gru", "transformer")
@@ -63,7 +69,7 @@ def by_family(evals: dict[str, LmEval]) -> dict[str, list[str]]:
 def lm_section(
     train: dict[str, LmTrain],
     evals: dict[str, LmEval],
-    details: dict[str, dict],
+    details: dict[str, LmDetail],
     curves: dict[str, list[dict]],
     bench: dict | None,
     audit: dict | None = None,
@@ -80,11 +86,8 @@ def lm_section(
     sec.tables.append(families_table(fam, evals))
     if "lstm" in fam and "kn" in fam:
         sec.intro += "\n\n" + kn_margin(fam, train, evals)
-    flows = {
-        r: details[r]["gradient_flow"]
-        for r in runs
-        if details.get(r, {}).get("gradient_flow")
-    }
+    flows = {r: details[r].gradient_flow for r in runs if r in details}
+    flows = {r: points for r, points in flows.items() if points}
     if flows:
         sec.figures.append(gradient_flow_figure(flows, evals))
     if curves:
@@ -93,9 +96,10 @@ def lm_section(
         )
     firsts = [rs[0] for rs in fam.values()]
     samples = [
-        [r, s["prompt"], s["continuation"].replace("\n", " ⏎ ")]
+        [r, s.prompt, s.continuation.replace("\n", " ⏎ ")]
         for r in firsts
-        for s in details.get(r, {}).get("samples", [])
+        if r in details
+        for s in details[r].samples
     ]
     if samples:
         sec.tables.append(
@@ -214,13 +218,13 @@ def kn_margin(
 
 
 def gradient_flow_figure(
-    flows: dict[str, list[dict]], evals: dict[str, LmEval]
+    flows: dict[str, list[FlowPoint]], evals: dict[str, LmEval]
 ) -> tuple[str, bytes]:
     fig, ax = plt.subplots(figsize=(6.5, 4.0))
     for r, rows in flows.items():
         ax.semilogy(
-            [p["distance"] for p in rows],
-            [p["relative"] for p in rows],
+            [p.distance for p in rows],
+            [p.relative for p in rows],
             label=f"{r} ({NAMES.get(evals[r].family, '')})",
         )
     ax.set_xlabel("distance T - t")
@@ -232,11 +236,11 @@ def gradient_flow_figure(
     note = ""
     if "elman" in first and "lstm" in first:
         el, ls = flows[first["elman"]][-1], flows[first["lstm"]][-1]
-        faster = el["relative"] < ls["relative"]
+        faster = el.relative < ls.relative
         note = (
-            f" At distance {el['distance']} the Elman RNN keeps "
-            f"{el['relative']:.2e} of its distance-0 gradient norm, the LSTM "
-            f"{ls['relative']:.2e}: "
+            f" At distance {el.distance} the Elman RNN keeps "
+            f"{el.relative:.2e} of its distance-0 gradient norm, the LSTM "
+            f"{ls.relative:.2e}: "
             + (
                 "the Elman gradient vanishes faster."
                 if faster

@@ -98,3 +98,25 @@ def compare_rules() -> list[tuple[str, dict]]:
         (f"reports/lm/*/eval.json:test.{key}", how)
         for key, how in tracking(SplitScores).items()
     ]
+
+
+class Sample(Record):
+    prompt: str
+    continuation: str
+
+
+class FlowPoint(Record):
+    """||dL_T/dh_t|| at distance T - t, and relative to distance 0."""
+
+    distance: int
+    grad_norm: float
+    relative: float
+
+
+class LmDetail(Record):
+    """eval_detail.json: sampled continuations and (recurrent runs) the gradient
+    flow against distance."""
+
+    run: str
+    samples: list[Sample]
+    gradient_flow: list[FlowPoint]

@@ -28,7 +28,7 @@ from firth.checkpoint import Checkpoint
 from firth.distributed import SINGLE, Group
 from firth.lm.data import batchify, eval_layout
 from firth.lm.models import LanguageModel
-from firth.training import Plan, Result, fit
+from firth.training import Result, Task, fit, scheduled_plan
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ def _state_to(state, device):
     return state.to(device)
 
 
-class LmTask:
+class LmTask(Task):
     """Truncated BPTT over this rank's streams for firth.training.fit: an epoch is
     the streams read left to right, ``bptt`` tokens per step, the hidden state
     carried across steps (detached) and reset at each epoch's start."""
@@ -144,19 +144,7 @@ def train(
     on ``accel``'s device and precision, as one rank of ``group``. ``stop_after``
     (tests) stops after that many validations, as a kill would."""
     task = LmTask(model, train_stream, valid_stream, cfg, accel=accel, group=group)
-    per_epoch = task.steps_per_epoch
-    total = max(1, math.ceil(cfg.epochs * per_epoch))
-    plan = Plan(
-        steps=total,
-        steps_per_epoch=per_epoch,
-        eval_every=max(1, per_epoch // cfg.evals_per_epoch),
-        lr=cfg.lr,
-        optimizer="adamw",
-        weight_decay=cfg.weight_decay,
-        warmup=int(cfg.warmup * total),
-        clip=cfg.clip,
-        patience=cfg.patience,
-    )
+    plan = scheduled_plan(cfg, steps_per_epoch=task.steps_per_epoch, epochs=cfg.epochs)
     log.info(
         "%d streams x %d tokens%s",
         cfg.batch,

@@ -9,10 +9,10 @@ from typing import Literal, Self
 
 from pydantic import Field, model_validator
 
-from firth.section import Section
+from firth.param_section import ParamSection
 
 
-class Nli(Section):
+class Nli(ParamSection):
     data: list[str]  # names under sources.nli; [] = no NLI stages
     models: list[Literal["pair", "hypothesis"]] = Field(min_length=1)
     seeds: list[int] = Field(min_length=1)
@@ -41,6 +41,6 @@ class Nli(Section):
         return self
 
 
-class EvaluateNli(Section):
+class EvaluateNli(ParamSection):
     batch: int = Field(ge=1)
     examples: int = Field(ge=0)

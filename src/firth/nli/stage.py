@@ -1,21 +1,37 @@
-"""What the NLI stages share: the ``<data>-<model>`` run checked against
-``params.yaml``, torch threads and device."""
+"""The work of the NLI stages (stages/train_nli.py, stages/evaluate_nli.py): the
+``<data>-<model>`` run checked against ``params.yaml`` (torch threads and device),
+one seed of a run trained (``train``) and every seed scored on the test split
+(``evaluate``), each returning what its stage writes."""
 
 from __future__ import annotations
 
+import json
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-from firth.accel import resolve_device
-from firth.config import load_sections, load_sources
-from firth.errors import ConfigError
-from firth.nli.config import Nli
+from firth.accel import Accel, resolve_device
+from firth.audit.scores import read_flags, seed_mean, split_scores
+from firth.checkpoint import Checkpoint, run_key
+from firth.config import check_seed, load_sections, load_sources
+from firth.errors import ConfigError, DataError
+from firth.io import read_json, sha256_file
+from firth.nli.config import EvaluateNli, Nli
+from firth.nli.data import Vocab, encode, load_splits, tokenize
+from firth.nli.models import build
+from firth.nli.results import NliEval, NliTrain
+from firth.nli.train import accuracy, majority, predict, scores, train
+from firth.results import StageOutput, parse, peak_rss_mb
+from firth.sources.nli import LABELS
+from firth.tagging.evaluate import spread
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class Run:
+class NliRun:
     params: Path
     cfg: Nli
     data: str
@@ -26,7 +42,7 @@ class Run:
     raw: Path
 
 
-def setup(root: Path, params: Path, data: str, model: str) -> Run:
+def setup(root: Path, params: Path, data: str, model: str) -> NliRun:
     cfg, seed = load_sections("nli", params, schema=Nli)
     for key, value, allowed in (
         ("data", data, cfg.data),
@@ -44,7 +60,7 @@ def setup(root: Path, params: Path, data: str, model: str) -> Run:
         )
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-    return Run(
+    return NliRun(
         params=params,
         cfg=cfg,
         data=data,
@@ -54,3 +70,143 @@ def setup(root: Path, params: Path, data: str, model: str) -> Run:
         device=resolve_device(cfg.device, key="nli.device"),
         raw=root / "data" / "raw" / "nli" / data,
     )
+
+
+def train_seed(
+    root: Path, run: NliRun, seed: int, accel: Accel
+) -> tuple[StageOutput, Checkpoint]:
+    """The run trained with ``seed`` on ``accel``: its model folder, statistics
+    and curve; clear the checkpoint once written."""
+    cfg = run.cfg
+    check_seed(run.params, "nli.seeds", seed, cfg.seeds)
+    splits, carved = load_splits(run.raw, cfg, run.seed0)
+    sentences = (
+        tokenize(r[side], lowercase=cfg.lowercase)[: cfg.max_len]
+        for r in splits["train"]
+        for side in ("premise", "hypothesis")
+    )
+    vocab = Vocab.build(sentences, cfg.min_count)
+    enc = {
+        s: encode(rs, vocab, lowercase=cfg.lowercase, max_len=cfg.max_len)
+        for s, rs in splits.items()
+    }
+    data_sha = sha256_file(run.raw / "examples.jsonl")
+    settings = {
+        "run": run.name,
+        "data": run.data,
+        "model": run.model,
+        "seed": seed,
+        "nli": cfg.model_dump(exclude={"data", "models", "seeds"}),
+        "split_seed": run.seed0,
+        "valid_from_train": carved,
+        "examples_sha256": data_sha,
+    }
+    torch.manual_seed(seed)
+    model = build(run.model, len(vocab.words), cfg)
+    ckpt = Checkpoint(
+        root / "data" / "checkpoints" / "nli" / f"{run.name}-seed{seed}.pt",
+        run_key(**settings, **accel.describe()),
+    )
+    result = train(
+        model,
+        enc["train"],
+        enc["valid"],
+        cfg,
+        seed=seed,
+        accel=accel,
+        checkpoint=ckpt,
+        desc=f"{run.name} seed {seed}",
+    )
+
+    def write(folder: Path) -> None:
+        state = {k: v.cpu() for k, v in result.best_state.items()}
+        torch.save(state, folder / "model.pt")
+        (folder / "vocab.json").write_text(json.dumps(vocab.words) + "\n")
+        (folder / "config.json").write_text(json.dumps(settings, indent=2) + "\n")
+
+    stats = {
+        **{k: settings[k] for k in ("run", "data", "model", "seed")},
+        **result.stats,
+        "train_examples": len(splits["train"]),
+        "valid_examples": len(splits["valid"]),
+        "valid_from_train": carved,
+        "vocab": len(vocab.words),
+        "parameters": sum(p.numel() for p in model.parameters()),
+        **accel.describe(),
+        "threads": torch.get_num_threads(),
+        "examples_sha256": data_sha,
+        "peak_rss_mb": peak_rss_mb(),
+    }
+    record = parse(stats, NliTrain, f"train-nli@{run.name}-{seed} stats")
+    return StageOutput(write, record, result.history), ckpt
+
+
+def evaluate(root: Path, run: NliRun, ev: EvaluateNli) -> NliEval:
+    """Every seed of the run on the test split, with the majority baseline, the
+    contamination split and the first seed's misclassified examples."""
+    cfg = run.cfg
+    splits, _ = load_splits(run.raw, cfg, run.seed0)
+    test = splits["test"]
+    gold = [LABELS.index(r["label"]) for r in test]
+    dirty = read_flags(
+        root / "data" / "audit" / "nli" / run.data / "flags.tsv",
+        [str(i) for i in range(len(test))],
+    )
+
+    def split(pred):
+        return split_scores(
+            lambda idx: accuracy([gold[i] for i in idx], [pred[i] for i in idx]),
+            dirty,
+        )
+
+    models, examples = [], []
+    for seed in cfg.seeds:
+        folder = root / "data" / "nli" / run.name / f"seed-{seed}"
+        if not (folder / "model.pt").exists():
+            raise DataError(
+                f"{folder}: no trained model (run train-nli@{run.name}-{seed})"
+            )
+        vocab = Vocab(read_json(folder / "vocab.json"))
+        model = build(run.model, len(vocab.words), cfg)
+        model.load_state_dict(torch.load(folder / "model.pt", weights_only=True))
+        model.to(run.device)
+        enc = encode(test, vocab, lowercase=cfg.lowercase, max_len=cfg.max_len)
+        pred = predict(model, enc, batch_size=ev.batch, device=run.device)
+        s = scores(gold, pred)
+        models.append({"seed": seed, **s, "contamination": split(pred)})
+        log.info("%s seed %d: accuracy %.4f", run.name, seed, s["accuracy"])
+        if not examples:
+            examples = [
+                {**test[i], "predicted": LABELS[pred[i]]}
+                for i in range(len(test))
+                if pred[i] != gold[i]
+            ][: ev.examples]
+    major = majority([LABELS.index(r["label"]) for r in splits["train"]])
+    base = [major] * len(test)
+    first = root / "data" / "nli" / run.name / f"seed-{cfg.seeds[0]}"
+    record = {
+        "run": run.name,
+        "data": run.data,
+        "model": run.model,
+        "metric": "accuracy",
+        "test_examples": len(test),
+        "test_label_share": {
+            name: gold.count(k) / len(gold) for k, name in enumerate(LABELS)
+        },
+        "seeds": cfg.seeds,
+        "summary": {"accuracy": spread([m["accuracy"] for m in models])},
+        "accuracy": spread([m["accuracy"] for m in models])["mean"],
+        "baselines": {
+            "majority": {
+                "label": LABELS[major],
+                **scores(gold, base),
+                "contamination": split(base),
+            }
+        },
+        # accuracy on the audit's dirty and clean test examples, mean over seeds
+        "contamination": seed_mean([m["contamination"] for m in models]),
+        "models": models,
+        "examples": examples,
+        "examples_sha256": read_json(first / "config.json")["examples_sha256"],
+    }
+    return parse(record, NliEval, f"evaluate-nli@{run.name} scores")

@@ -18,7 +18,7 @@ from firth.accel import Accel
 from firth.checkpoint import Checkpoint
 from firth.nli.data import Encoded, batch
 from firth.sources.nli import LABELS
-from firth.training import Plan, Result, fit
+from firth.training import Result, Task, epoch_stats, fit, per_epoch_plan
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ def majority(train_labels: list[int]) -> int:
     return max(range(len(LABELS)), key=lambda k: (counts[k], -k))
 
 
-class NliTask:
+class NliTask(Task):
     """Shuffled example batches for firth.training.fit, cross-entropy, one
     validation (accuracy) per epoch."""
 
@@ -99,9 +99,6 @@ class NliTask:
         n, size = len(self.train_data.label), self.cfg.batch
         order = random.Random(self.seed * 1_000_003 + epoch).sample(range(n), n)
         return [order[start : start + size] for start in range(0, n, size)]
-
-    def start_epoch(self) -> None:
-        pass
 
     def loss(self, idx: list[int]):
         b = {k: self.accel.to(v) for k, v in batch(self.train_data, idx).items()}
@@ -117,12 +114,6 @@ class NliTask:
         )
         score = accuracy(self.valid_data.label, pred)
         return score, {"valid_accuracy": score}
-
-    def carried(self) -> None:
-        return None
-
-    def restore(self, carried) -> None:
-        pass
 
 
 def train(
@@ -141,18 +132,7 @@ def train(
     on ``accel``'s device and precision (validation in fp32). ``stop_after`` (tests)
     stops after that many epochs, as a kill would."""
     task = NliTask(model, train_data, valid_data, cfg, seed=seed, accel=accel)
-    per_epoch = len(task.epoch_batches(0))
-    plan = Plan(
-        steps=cfg.epochs * per_epoch,
-        steps_per_epoch=per_epoch,
-        eval_every=per_epoch,
-        lr=cfg.lr,
-        optimizer="adam",
-        decay=False,
-        clip=cfg.clip,
-        patience=cfg.patience,
-        higher_is_better=True,
-    )
+    plan = per_epoch_plan(cfg, steps_per_epoch=len(task.epoch_batches(0)))
     result = fit(
         model,
         task,
@@ -163,14 +143,7 @@ def train(
         stop_after=stop_after,
         desc=desc,
     )
-    epochs = result.steps // per_epoch
-    n = len(train_data.label)
-    result.extra = {
-        "epochs": epochs,
-        "best_epoch": result.best_step // per_epoch,
-        "best_valid_accuracy": result.best_score,
-        "examples_per_second": round(n * epochs / result.seconds, 1)
-        if result.seconds
-        else None,
-    }
+    result.extra = epoch_stats(
+        result, examples=len(train_data.label), score="accuracy", unit="examples"
+    )
     return result

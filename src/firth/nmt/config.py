@@ -9,10 +9,10 @@ from typing import Literal, Self
 
 from pydantic import Field, model_validator
 
-from firth.section import Section
+from firth.param_section import ParamSection
 
 
-class NmtCommon(Section):
+class NmtCommon(ParamSection):
     cell: Literal["gru", "lstm"]
     emb_dim: int = Field(ge=1)
     hidden: int = Field(ge=2)
@@ -40,13 +40,13 @@ class NmtCommon(Section):
         return self
 
 
-class NmtTransformer(Section):
+class NmtTransformer(ParamSection):
     layers: int = Field(ge=1)
     heads: int = Field(ge=1)
     ff: int = Field(ge=1)
 
 
-class NmtRun(Section):
+class NmtRun(ParamSection):
     model: Literal[
         "none",
         "context",
@@ -76,7 +76,7 @@ class NmtRun(Section):
         return self
 
 
-class Nmt(Section):
+class Nmt(ParamSection):
     common: NmtCommon
     transformer: NmtTransformer
     runs: dict[str, NmtRun]
@@ -88,7 +88,7 @@ class Nmt(Section):
         return self
 
 
-class EvaluateNmt(Section):
+class EvaluateNmt(ParamSection):
     beam: int = Field(ge=1)
     alpha: float = Field(ge=0)
     penalty: Literal["length", "gnmt"]

@@ -47,13 +47,13 @@ BANNED = (PAD, UNK, BOS)
 MIN_COVERAGE = 1e-6
 
 
-def penalty(length: torch.Tensor, alpha: float, kind: str = "length") -> torch.Tensor:
+def penalty(length: torch.Tensor, alpha: float, form: str = "length") -> torch.Tensor:
     length = length.double()
-    if kind == "length":
+    if form == "length":
         return length**alpha
-    if kind == "gnmt":
+    if form == "gnmt":
         return ((5 + length) / 6) ** alpha
-    raise ValueError(f"unknown length penalty {kind!r} (length or gnmt)")
+    raise ValueError(f"unknown length penalty {form!r} (length or gnmt)")
 
 
 def coverage_penalty(coverage: torch.Tensor, mask: torch.Tensor, beta: float):
@@ -132,6 +132,52 @@ class Completed:
     normalised: float
 
 
+@dataclass
+class Lattice:
+    """What a beam search recorded per step t, sentence b and beam slot j: the
+    score of ending there (``ends``, and ``norm`` after the length and coverage
+    penalties; -inf where nothing ended), the token chosen and its parent slot."""
+
+    ends: torch.Tensor
+    norm: torch.Tensor
+    tokens: torch.Tensor
+    parents: torch.Tensor
+
+    def backtrack(self, b: int, t: int, j: int) -> list[int]:
+        """The tokens of the hypothesis that ends at step t in slot j."""
+        out = []
+        for s in range(t - 1, -1, -1):
+            out.append(int(self.tokens[s, b, j]))
+            j = int(self.parents[s, b, j])
+        return out[::-1]
+
+    def winners(self) -> Output:
+        """Per sentence, the completed hypothesis with the best normalised score."""
+        T, B, k = self.norm.shape
+        flat = self.norm.permute(1, 0, 2).reshape(B, -1)
+        out = Output([], [])
+        for b, w in enumerate(flat.argmax(1).tolist()):
+            t, j = divmod(w, k)
+            out.tokens.append(self.backtrack(b, t, j))
+            out.scores.append(float(self.ends[t, b, j]))
+        return out
+
+    def completed(self, b: int) -> list[Completed]:
+        """Every completed hypothesis of sentence b, best first."""
+        T, _, k = self.norm.shape
+        hyps = [
+            Completed(
+                self.backtrack(b, t, j),
+                float(self.ends[t, b, j]),
+                float(self.norm[t, b, j]),
+            )
+            for t in range(T)
+            for j in range(k)
+            if self.ends[t, b, j] > -torch.inf
+        ]
+        return sorted(hyps, key=lambda h: -h.normalised)
+
+
 @torch.no_grad()
 def beam_search(
     model,
@@ -141,7 +187,7 @@ def beam_search(
     *,
     beam: int,
     alpha: float = 1.0,
-    kind: str = "length",
+    penalty_form: str = "length",
     beta: float = 0.0,
     return_all: bool = False,
 ):
@@ -157,7 +203,7 @@ def beam_search(
     live = torch.full((B, k), -torch.inf, dtype=torch.float64, device=dev)
     live[:, 0] = 0.0
     max_len = max_len.to(dev)
-    top_pen = penalty(max_len, alpha, kind)
+    top_pen = penalty(max_len, alpha, penalty_form)
     best = torch.full((B,), -torch.inf, dtype=torch.float64, device=dev)
     act = torch.arange(B, device=dev)  # the sentences still searching
     src_mask = mask.repeat_interleave(k, dim=0)
@@ -179,7 +225,7 @@ def beam_search(
         # every live hypothesis's </s> extension is completed, with length t + 1
         done_here = live + eos
         ends[t, act] = done_here
-        normed = done_here / penalty(torch.tensor(t + 1.0), alpha, kind)
+        normed = done_here / penalty(torch.tensor(t + 1.0), alpha, penalty_form)
         if coverage is not None:
             coverage = coverage + attn.to(coverage.dtype)
             normed = normed + coverage_penalty(coverage, src_mask, beta).view(A, k)
@@ -205,35 +251,13 @@ def beam_search(
             src_mask = src_mask.index_select(0, rows)
         act, live, y = act[keep], top[keep], tok[keep].view(-1)
     T = t + 1
-    ends, norm = ends[:T].cpu(), norm[:T].cpu()
-    tokens_t, parents_t = tokens[:T].cpu(), parents[:T].cpu()
-
-    def backtrack(b: int, t: int, j: int) -> list[int]:
-        out = []
-        for s in range(t - 1, -1, -1):
-            out.append(int(tokens_t[s, b, j]))
-            j = int(parents_t[s, b, j])
-        return out[::-1]
-
-    flat = norm.permute(1, 0, 2).reshape(B, -1)
-    win = flat.argmax(1).tolist()
-    out = Output([], [])
-    for b, w_ in enumerate(win):
-        t, j = divmod(w_, k)
-        out.tokens.append(backtrack(b, t, j))
-        out.scores.append(float(ends[t, b, j]))
+    history = Lattice(
+        ends[:T].cpu(), norm[:T].cpu(), tokens[:T].cpu(), parents[:T].cpu()
+    )
+    out = history.winners()
     if not return_all:
         return out
-    every = []
-    for b in range(B):
-        hyps = [
-            Completed(backtrack(b, t, j), float(ends[t, b, j]), float(norm[t, b, j]))
-            for t in range(T)
-            for j in range(k)
-            if ends[t, b, j] > -torch.inf
-        ]
-        every.append(sorted(hyps, key=lambda h: -h.normalised))
-    return out, every
+    return out, [history.completed(b) for b in range(B)]
 
 
 @torch.no_grad()
@@ -247,7 +271,7 @@ def decode_corpus(
     device,
     beam: int = 1,
     alpha: float = 1.0,
-    kind: str = "length",
+    penalty_form: str = "length",
     beta: float = 0.0,
 ) -> list[list[int]]:
     """Output token ids (without </s>) of every encoded source, in input order:
@@ -269,7 +293,7 @@ def decode_corpus(
                 max_len,
                 beam=beam,
                 alpha=alpha,
-                kind=kind,
+                penalty_form=penalty_form,
                 beta=beta,
             )
         for i, ids in zip(idx, res.tokens, strict=True):

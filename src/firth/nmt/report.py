@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 
 from firth.audit.report import audit_sentence, contamination_table
 from firth.formatting import num
-from firth.nmt.results import NmtEval, NmtTrain
+from firth.nmt.results import Bucket, Heatmap, NmtDetail, NmtEval, NmtTrain
 from firth.report import Section, figure_png
 
 NAMES = {
@@ -44,14 +44,14 @@ def _order(evals: dict[str, NmtEval]) -> list[str]:
 def nmt_section(
     train: dict[str, NmtTrain],
     evals: dict[str, NmtEval],
-    details: dict[str, dict],
+    details: dict[str, NmtDetail],
     curves: dict[str, list[dict]],
     bench: dict | None,
     audit: dict | None = None,
 ) -> Section:
     runs = _order(evals)
     n = next(iter(evals.values())).test_pairs
-    sig = next(iter(details.values())).get("signatures", {})
+    sig = next((d.signatures for d in details.values() if d.signatures), {})
     sec = Section(
         "Translation",
         f"Every run translates the same {n:,} test verses "
@@ -63,161 +63,23 @@ def nmt_section(
         "copy-source baseline outputs the source verse unchanged; the target-side "
         "language model never sees the source.",
     )
-    rows = []
-    for r in runs:
-        e, t = evals[r], train.get(r)
-        g, b = e.greedy, e.beam
-        rows.append(
-            [
-                r,
-                describe(e),
-                f"{t.parameters:,}" if t else "-",
-                num(t.epochs_run, 2) if t else "-",
-                num(t.train_seconds / 60, 1) if t else "-",
-                f"{t.train_target_tokens_per_second:,}" if t else "-",
-                num(e.test_perplexity, 2),
-                f"{g.bleu:.2f} / {g.chrf:.2f} / {g.chrf_pp:.2f}",
-                f"{b.bleu:.2f} / {b.chrf:.2f} / {b.chrf_pp:.2f}",
-                f"{100 * b.repeated_trigrams:.2f}%",
-            ]
-        )
-    sec.tables.append(
-        (
-            "Test scores (BLEU / chrF / chrF++)",
-            (
-                [
-                    "run",
-                    "model",
-                    "parameters",
-                    "epochs",
-                    "train minutes",
-                    "train target tokens/s",
-                    "test ppl",
-                    "greedy",
-                    "beam",
-                    "repeated 3-grams (beam)",
-                ],
-                rows,
-            ),
-        )
-    )
-    if COPY in evals:
-        copy = evals[COPY].greedy
-        att = [r for r in runs if evals[r].model in ATTENTION]
-        if att:
-            best = max(att, key=lambda r: evals[r].beam.bleu)
-            s = evals[best].beam
-            beats = s.bleu > copy.bleu and s.chrf > copy.chrf
-            sec.intro += (
-                f"\n\nThe best attention model, {best}, scores BLEU {s.bleu:.2f} "
-                f"and chrF {s.chrf:.2f} with beam search against the copy-source "
-                f"baseline's {copy.bleu:.2f} and {copy.chrf:.2f}: it "
-                + ("beats copying in both." if beats else "does NOT beat copying.")
-            )
+    sec.tables.append(scores_table(runs, evals, train))
+    sec.intro += _against_copying(runs, evals)
     sec.tables.append(_copy_table(runs, evals))
-    verdict = _copy_verdict(runs, evals, train, curves)
-    if verdict:
+    if verdict := _copy_verdict(runs, evals, train, curves):
         sec.intro += "\n\n" + verdict
-    buckets = {r: details[r]["buckets"].get("greedy") for r in runs if r in details}
-    buckets = {r: b for r, b in buckets.items() if b}
-    if buckets:
-        labels = [row["bucket"] for row in next(iter(buckets.values()))]
-        fig, axes = plt.subplots(1, 2, figsize=(10, 4.0))
-        for ax, metric in zip(axes, ("bleu", "chrf"), strict=True):
-            for r, rows_ in buckets.items():
-                ax.plot(
-                    range(len(labels)),
-                    [row[metric] for row in rows_],
-                    marker="o",
-                    linestyle="--" if r == COPY else "-",
-                    label=r,
-                )
-            ax.set_xticks(range(len(labels)), labels)
-            ax.set_xlabel("source length (words)")
-            ax.set_ylabel(metric.upper() if metric == "bleu" else "chrF")
-            ax.grid(True, alpha=0.3)
-        axes[0].legend(fontsize=7)
-        counts = ", ".join(
-            f"{row['bucket']}: {row['n']}" for row in next(iter(buckets.values()))
-        )
-        sec.figures.append(
-            (
-                "Greedy BLEU and chrF by source length in words (verses per "
-                f"bucket: {counts}).",
-                figure_png(fig),
-            )
-        )
-        note = _bucket_verdict(runs, evals, buckets)
-        if note:
+    buckets = {r: details[r].buckets.get("greedy") for r in runs if r in details}
+    if buckets := {r: b for r, b in buckets.items() if b}:
+        sec.figures.append(bucket_figure(buckets))
+        if note := _bucket_verdict(runs, evals, buckets):
             sec.intro += "\n\n" + note
     for r in runs:
-        for h in details.get(r, {}).get("heatmaps", []):
-            fig, ax = plt.subplots(
-                figsize=(
-                    min(12, 2 + 0.22 * len(h["source"])),
-                    min(12, 1.5 + 0.22 * len(h["output"])),
-                )
-            )
-            ax.imshow(h["weights"], cmap="gray_r", vmin=0, vmax=1, aspect="auto")
-            ax.set_xticks(range(len(h["source"])), h["source"], rotation=90, fontsize=6)
-            ax.set_yticks(range(len(h["output"])), h["output"], fontsize=6)
-            sec.figures.append(
-                (
-                    f"Attention of {r} on test verse {h['id']} (greedy output; rows "
-                    "are output subwords, columns source subwords).",
-                    figure_png(fig),
-                )
-            )
+        for h in details[r].heatmaps if r in details else []:
+            sec.figures.append(heatmap_figure(r, h))
     if curves:
-        fig, ax = plt.subplots(figsize=(6.5, 4.0))
-        for r, rows_ in curves.items():
-            pts = [
-                (float(p["train_seconds"]) / 60, float(p["valid_bleu"]))
-                for p in rows_
-                if p.get("valid_bleu") not in (None, "")
-            ]
-            if pts:
-                ax.plot(*zip(*pts, strict=True), marker=".", label=r)
-        copy = [t.valid_bleu_copy_source for t in train.values()]
-        copy = [c for c in copy if c is not None]
-        if copy:
-            ax.axhline(copy[0], color="black", linestyle="--", label="copy-source")
-        ax.set_xlabel("training minutes")
-        ax.set_ylabel("greedy BLEU on the valid subset")
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
-        sec.figures.append(
-            (
-                "Greedy BLEU on a fixed subset of valid verses "
-                "(nmt.common.valid_bleu_sentences) against training minutes "
-                "(validation time excluded); the dashed line is the copy-source "
-                "baseline on the same verses.",
-                figure_png(fig),
-            )
-        )
-    trained = [r for r in runs if r != COPY]
-    if trained:
-        best = max(trained, key=lambda r: evals[r].greedy.bleu)
-        ex = details.get(best, {}).get("examples", {}).get("greedy")
-        if ex:
-            rows = [
-                [
-                    kind,
-                    e["id"],
-                    f"{e['chrf']:.1f}",
-                    e["source"],
-                    e["output"],
-                    e["reference"],
-                ]
-                for kind in ("best", "worst")
-                for e in ex[kind]
-            ]
-            sec.tables.append(
-                (
-                    f"Best and worst test verses of {best} (greedy, sentence chrF)",
-                    (["", "verse", "chrF", "source", "output", "reference"], rows),
-                )
-            )
+        sec.figures.append(curves_figure(curves, train))
+    if table := examples_table(runs, evals, details):
+        sec.tables.append(table)
     rows = [
         (r, {k: c.model_dump() for k, c in evals[r].contamination["beam"].items()})
         for r in runs
@@ -236,6 +98,153 @@ def nmt_section(
     if bench:
         sec.tables.append(bench_table(bench))
     return sec
+
+
+SCORE_COLUMNS = [
+    "run",
+    "model",
+    "parameters",
+    "epochs",
+    "train minutes",
+    "train target tokens/s",
+    "test ppl",
+    "greedy",
+    "beam",
+    "repeated 3-grams (beam)",
+]
+
+
+def scores_table(runs, evals: dict[str, NmtEval], train: dict[str, NmtTrain]):
+    """Test scores of every run (BLEU / chrF / chrF++) with its training cost."""
+    rows = []
+    for r in runs:
+        e, t = evals[r], train.get(r)
+        g, b = e.greedy, e.beam
+        rows.append(
+            [
+                r,
+                describe(e),
+                f"{t.parameters:,}" if t else "-",
+                num(t.epochs_run, 2) if t else "-",
+                num(t.train_seconds / 60, 1) if t else "-",
+                f"{t.train_target_tokens_per_second:,}" if t else "-",
+                num(e.test_perplexity, 2),
+                f"{g.bleu:.2f} / {g.chrf:.2f} / {g.chrf_pp:.2f}",
+                f"{b.bleu:.2f} / {b.chrf:.2f} / {b.chrf_pp:.2f}",
+                f"{100 * b.repeated_trigrams:.2f}%",
+            ]
+        )
+    return "Test scores (BLEU / chrF / chrF++)", (SCORE_COLUMNS, rows)
+
+
+def _against_copying(runs, evals: dict[str, NmtEval]) -> str:
+    """The best attention model's beam scores against the copy-source baseline."""
+    att = [r for r in runs if evals[r].model in ATTENTION]
+    if COPY not in evals or not att:
+        return ""
+    copy = evals[COPY].greedy
+    best = max(att, key=lambda r: evals[r].beam.bleu)
+    s = evals[best].beam
+    beats = s.bleu > copy.bleu and s.chrf > copy.chrf
+    return (
+        f"\n\nThe best attention model, {best}, scores BLEU {s.bleu:.2f} "
+        f"and chrF {s.chrf:.2f} with beam search against the copy-source "
+        f"baseline's {copy.bleu:.2f} and {copy.chrf:.2f}: it "
+        + ("beats copying in both." if beats else "does NOT beat copying.")
+    )
+
+
+def bucket_figure(buckets: dict[str, list[Bucket]]) -> tuple[str, bytes]:
+    """Greedy BLEU and chrF by source-length bucket, one line per run."""
+    first = next(iter(buckets.values()))
+    labels = [row.bucket for row in first]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.0))
+    for ax, metric in zip(axes, ("bleu", "chrf"), strict=True):
+        for r, rows in buckets.items():
+            ax.plot(
+                range(len(labels)),
+                [getattr(row, metric) for row in rows],
+                marker="o",
+                linestyle="--" if r == COPY else "-",
+                label=r,
+            )
+        ax.set_xticks(range(len(labels)), labels)
+        ax.set_xlabel("source length (words)")
+        ax.set_ylabel(metric.upper() if metric == "bleu" else "chrF")
+        ax.grid(True, alpha=0.3)
+    axes[0].legend(fontsize=7)
+    counts = ", ".join(f"{row.bucket}: {row.n}" for row in first)
+    return (
+        "Greedy BLEU and chrF by source length in words (verses per "
+        f"bucket: {counts}).",
+        figure_png(fig),
+    )
+
+
+def heatmap_figure(run: str, h: Heatmap) -> tuple[str, bytes]:
+    """One verse's attention weights (rows output subwords, columns source)."""
+    fig, ax = plt.subplots(
+        figsize=(
+            min(12, 2 + 0.22 * len(h.source)),
+            min(12, 1.5 + 0.22 * len(h.output)),
+        )
+    )
+    ax.imshow(h.weights, cmap="gray_r", vmin=0, vmax=1, aspect="auto")
+    ax.set_xticks(range(len(h.source)), h.source, rotation=90, fontsize=6)
+    ax.set_yticks(range(len(h.output)), h.output, fontsize=6)
+    return (
+        f"Attention of {run} on test verse {h.id} (greedy output; rows "
+        "are output subwords, columns source subwords).",
+        figure_png(fig),
+    )
+
+
+def curves_figure(curves, train: dict[str, NmtTrain]) -> tuple[str, bytes]:
+    """Greedy valid BLEU against training minutes, with the copy-source line."""
+    fig, ax = plt.subplots(figsize=(6.5, 4.0))
+    for r, rows in curves.items():
+        pts = [
+            (float(p["train_seconds"]) / 60, float(p["valid_bleu"]))
+            for p in rows
+            if p.get("valid_bleu") not in (None, "")
+        ]
+        if pts:
+            ax.plot(*zip(*pts, strict=True), marker=".", label=r)
+    copy = [t.valid_bleu_copy_source for t in train.values()]
+    copy = [c for c in copy if c is not None]
+    if copy:
+        ax.axhline(copy[0], color="black", linestyle="--", label="copy-source")
+    ax.set_xlabel("training minutes")
+    ax.set_ylabel("greedy BLEU on the valid subset")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    return (
+        "Greedy BLEU on a fixed subset of valid verses "
+        "(nmt.common.valid_bleu_sentences) against training minutes "
+        "(validation time excluded); the dashed line is the copy-source "
+        "baseline on the same verses.",
+        figure_png(fig),
+    )
+
+
+def examples_table(runs, evals: dict[str, NmtEval], details: dict[str, NmtDetail]):
+    """The best and worst greedy test verses (sentence chrF) of the best run."""
+    trained = [r for r in runs if r != COPY]
+    if not trained:
+        return None
+    best = max(trained, key=lambda r: evals[r].greedy.bleu)
+    ex = details[best].examples.get("greedy") if best in details else None
+    if not ex:
+        return None
+    rows = [
+        [which, e.id, f"{e.chrf:.1f}", e.source, e.output, e.reference]
+        for which, examples in (("best", ex.best), ("worst", ex.worst))
+        for e in examples
+    ]
+    return (
+        f"Best and worst test verses of {best} (greedy, sentence chrF)",
+        (["", "verse", "chrF", "source", "output", "reference"], rows),
+    )
 
 
 def _copy_table(runs, evals):
@@ -362,9 +371,9 @@ def _bucket_verdict(runs, evals, buckets) -> str:
     for a in att:
         worse = []
         for ra, rn in zip(buckets[a], buckets[none[0]], strict=True):
-            lo = int(ra["bucket"].split("-")[0].rstrip("+"))
-            if lo > 30 and ra["n"] and (ra["bleu"] or 0) <= (rn["bleu"] or 0):
-                worse.append(ra["bucket"])
+            lo = int(ra.bucket.split("-")[0].rstrip("+"))
+            if lo > 30 and ra.n and (ra.bleu or 0) <= (rn.bleu or 0):
+                worse.append(ra.bucket)
         lines.append(
             f"{a} beats the bottleneck ({none[0]}) in every bucket above 30 source "
             "words"

@@ -1,8 +1,10 @@
 """The committed results of the translation stages, per run: train.json
-(reports/nmt/<run>/) and eval.json (test scores of greedy and beam decoding with
+(reports/nmt/<run>/), eval.json (test scores of greedy and beam decoding with
 copying and repetition statistics, the contamination split, the test loss and,
-for a pointer-generator, how much it copied). The copy-source baseline has an
-eval.json with the scores only."""
+for a pointer-generator, how much it copied) and eval_detail.json (signatures,
+scores by source length, best and worst verses, attention maps). The copy-source
+baseline has an eval.json with the scores only and a detail without decoding
+times or attention."""
 
 from __future__ import annotations
 
@@ -100,3 +102,44 @@ def compare_rules() -> list[tuple[str, dict]]:
         for decoder in ("greedy", "beam")
         for key, how in tracking(Translation).items()
     ]
+
+
+class Bucket(Record):
+    """Scores of the test verses whose source length falls in one bucket."""
+
+    bucket: str
+    n: int
+    bleu: float | None
+    chrf: float | None
+
+
+class VerseExample(Record):
+    id: str
+    source: str
+    output: str
+    reference: str
+    chrf: float
+
+
+class BestWorst(Record):
+    best: list[VerseExample]
+    worst: list[VerseExample]
+
+
+class Heatmap(Record):
+    """One test verse's greedy output with its attention weights (rows output
+    subwords, columns source subwords)."""
+
+    id: str
+    source: list[str]
+    output: list[str]
+    weights: list[list[float]]
+
+
+class NmtDetail(Record):
+    run: str
+    signatures: dict[str, str]
+    buckets: dict[Decoder, list[Bucket]]
+    examples: dict[Decoder, BestWorst]
+    decode_seconds: dict[Decoder, float] = {}
+    heatmaps: list[Heatmap] = []

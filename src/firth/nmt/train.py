@@ -33,7 +33,7 @@ from firth.checkpoint import Checkpoint
 from firth.distributed import SINGLE, Group
 from firth.nmt.data import PAD, decode, make_batch, token_batches
 from firth.nmt.decode import decode_corpus
-from firth.training import Plan, Result, fit
+from firth.training import Result, Task, fit, scheduled_plan
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +143,7 @@ def _validate(
     return v_nll / v_tok, bleu
 
 
-class NmtTask:
+class NmtTask(Task):
     """Teacher-forced translation batches for firth.training.fit: each epoch groups
     the training pairs into batches of about ``batch_tokens`` target tokens, in an
     order drawn from (seed, epoch); validation is the valid loss and greedy BLEU
@@ -160,9 +160,6 @@ class NmtTask:
         return token_batches(
             d["train_src"], d["train_tgt"], self.cfg.batch_tokens, generator=gen
         )
-
-    def start_epoch(self) -> None:
-        pass
 
     def loss(self, idx: list[int]):
         if self.forward is None:
@@ -201,12 +198,6 @@ class NmtTask:
         )
         fields = {"valid_loss": v_loss, "valid_perplexity": math.exp(v_loss)}
         return v_loss, {**fields, "valid_bleu": bleu}
-
-    def carried(self) -> None:
-        return None
-
-    def restore(self, carried) -> None:
-        pass
 
 
 def train(
@@ -259,18 +250,7 @@ def train(
         coverage_loss=coverage_loss,
     )
     per_epoch = len(task.epoch_batches(0))
-    total = max(1, math.ceil(epochs * per_epoch))
-    plan = Plan(
-        steps=total,
-        steps_per_epoch=per_epoch,
-        eval_every=max(1, per_epoch // cfg.evals_per_epoch),
-        lr=cfg.lr,
-        optimizer="adamw",
-        weight_decay=cfg.weight_decay,
-        warmup=int(cfg.warmup * total),
-        clip=cfg.clip,
-        patience=cfg.patience,
-    )
+    plan = scheduled_plan(cfg, steps_per_epoch=per_epoch, epochs=epochs)
     log.info(
         "%d pairs in batches of <= %d target tokens", len(train_src), cfg.batch_tokens
     )

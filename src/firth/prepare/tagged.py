@@ -69,60 +69,16 @@ def prepare_tagged(
     repair: bool,
     dedup: bool = False,
 ) -> dict:
-    files = {s: raw_dir / f"{s}.conll" for s in SPLITS}
-    if all(f.exists() for f in files.values()):
-        splits = {s: list(read_conll(files[s])) for s in SPLITS}
-        resplit = False
-        dropped = {}
-    else:
-        path = raw_dir / "all.conll"
-        if not path.exists():
-            raise DataError(f"{raw_dir}: neither all.conll nor train/valid/test.conll")
-        sents = list(read_conll(path))
-        if not sents:
-            raise DataError(f"{path}: empty corpus, no sentences")
-        read = len(sents)
-        if dedup:
-            sents, conflicts = dedup_sentences(sents)
-            log.info(
-                "%s: %d repeated sentences dropped before the split "
-                "(%d of them tagged differently from their first copy)",
-                path,
-                read - len(sents),
-                conflicts,
-            )
-        order = list(range(len(sents)))
-        random.Random(seed).shuffle(order)
-        n_test = max(1, round(test_fraction * len(sents)))
-        n_valid = max(1, round(valid_fraction * len(sents)))
-        pick = {
-            "test": order[:n_test],
-            "valid": order[n_test : n_test + n_valid],
-            "train": order[n_test + n_valid :],
-        }
-        splits = {s: [sents[i] for i in sorted(idx)] for s, idx in pick.items()}
-        resplit = True
-        dropped = {"duplicates_dropped": read - len(sents)} if dedup else {}
+    splits, dropped = read_splits(raw_dir, seed, valid_fraction, test_fraction, dedup)
+    resplit = dropped is not None
+    dropped = dropped or {}
     tag_counts = Counter(
         t for sents in splits.values() for _, tags in sents for t in tags
     )
     scheme = "BIO" if is_bio(tag_counts) else "tags"
     repaired = Counter()
     if scheme == "BIO":
-        for split, sents in splits.items():
-            fixed_sents: list[Sentence] = []
-            for tokens, tags in sents:
-                new, n = repair_bio(tags)
-                repaired[split] += n
-                fixed_sents.append((tokens, new if repair else tags))
-            splits[split] = fixed_sents
-        if sum(repaired.values()):
-            log.warning(
-                "%s: %d I-X tags after O or another type %s",
-                raw_dir,
-                sum(repaired.values()),
-                "repaired to B-X" if repair else "found (repair off)",
-            )
+        repaired = repair_splits(splits, repair, where=raw_dir)
     stats: dict = {
         "scheme": scheme,
         "resplit_80_10_10": resplit,
@@ -143,3 +99,61 @@ def prepare_tagged(
         }
     stats["tags"] = dict(sorted(tag_counts.items()))
     return stats
+
+
+def read_splits(raw_dir: Path, seed, valid_fraction, test_fraction, dedup):
+    """The splits and what resplitting dropped: the fetched train/valid/test.conll
+    as they are (dropped None: not resplit), or all.conll, deduplicated where
+    ``dedup`` (dropped: the count of repeats), split by the fractions under
+    ``seed``."""
+    files = {s: raw_dir / f"{s}.conll" for s in SPLITS}
+    if all(f.exists() for f in files.values()):
+        return {s: list(read_conll(files[s])) for s in SPLITS}, None
+    path = raw_dir / "all.conll"
+    if not path.exists():
+        raise DataError(f"{raw_dir}: neither all.conll nor train/valid/test.conll")
+    sents = list(read_conll(path))
+    if not sents:
+        raise DataError(f"{path}: empty corpus, no sentences")
+    read = len(sents)
+    if dedup:
+        sents, conflicts = dedup_sentences(sents)
+        log.info(
+            "%s: %d repeated sentences dropped before the split "
+            "(%d of them tagged differently from their first copy)",
+            path,
+            read - len(sents),
+            conflicts,
+        )
+    order = list(range(len(sents)))
+    random.Random(seed).shuffle(order)
+    n_test = max(1, round(test_fraction * len(sents)))
+    n_valid = max(1, round(valid_fraction * len(sents)))
+    pick = {
+        "test": order[:n_test],
+        "valid": order[n_test : n_test + n_valid],
+        "train": order[n_test + n_valid :],
+    }
+    splits = {s: [sents[i] for i in sorted(idx)] for s, idx in pick.items()}
+    return splits, ({"duplicates_dropped": read - len(sents)} if dedup else {})
+
+
+def repair_splits(splits: dict, repair: bool, *, where: Path) -> Counter:
+    """Count (and, with ``repair``, fix in place) the I-X tags after O or another
+    type in every split of a BIO corpus; the counts per split."""
+    repaired: Counter = Counter()
+    for split, sents in splits.items():
+        fixed_sents: list[Sentence] = []
+        for tokens, tags in sents:
+            new, n = repair_bio(tags)
+            repaired[split] += n
+            fixed_sents.append((tokens, new if repair else tags))
+        splits[split] = fixed_sents
+    if sum(repaired.values()):
+        log.warning(
+            "%s: %d I-X tags after O or another type %s",
+            where,
+            sum(repaired.values()),
+            "repaired to B-X" if repair else "found (repair off)",
+        )
+    return repaired

@@ -9,10 +9,10 @@ from typing import Literal, Self
 
 from pydantic import Field, model_validator
 
-from firth.section import Section
+from firth.param_section import ParamSection
 
 
-class TaggerCommon(Section):
+class TaggerCommon(ParamSection):
     word_dim: int = Field(ge=1)
     chars: Literal["cnn", "lstm", "none"]
     char_dim: int = Field(ge=1)
@@ -30,7 +30,7 @@ class TaggerCommon(Section):
     device: Literal["auto", "cpu", "cuda"]
 
 
-class Tagger(Section):
+class Tagger(ParamSection):
     common: TaggerCommon
     vectors: str = Field(min_length=1)
     data: list[str] = Field(min_length=1)
@@ -46,6 +46,6 @@ class Tagger(Section):
         return self
 
 
-class EvaluateTagger(Section):
+class EvaluateTagger(ParamSection):
     batch: int = Field(ge=1)
     examples: int = Field(ge=0)

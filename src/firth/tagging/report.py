@@ -56,6 +56,61 @@ def tagging_section(
         "each word's most frequent training tag (word-only, no context; unseen "
         "words get the majority tag).",
     )
+    sec.tables.append(scores_table(runs, datasets, evals, train))
+    sec.intro += "\n\n" + " ".join(_verdicts(runs, evals))
+    if rows := contamination_rows(runs, datasets, evals):
+        for data in datasets:
+            if data in audits:
+                sentence = audit_sentence(audits[data], f"{data} test sentences")
+                sec.intro += "\n\n" + sentence
+        sec.tables.append(
+            contamination_table(
+                rows,
+                ["f1", "accuracy"],
+                "Entity F1 (NER) or accuracy (POS) on all / dirty / clean test "
+                "sentences, in points (GPT-3 format; clean vs all = (clean - all) / "
+                "all)",
+                scale=100.0,
+            )
+        )
+    sec.tables.append(_every_model(runs, evals, train))
+    types = _type_table(runs, evals)
+    if types:
+        sec.tables.append(types)
+    fig = _curves_figure(runs, evals, train, curves)
+    if fig:
+        sec.figures.append(
+            (
+                "Validation score (entity F1 for NER, accuracy for POS) per epoch, "
+                "mean over the seeds still training at that epoch (early stopping "
+                "ends some seeds sooner)",
+                fig,
+            )
+        )
+    ex = _examples_table(runs, evals)
+    if ex:
+        sec.tables.append(ex)
+    if bench:
+        sec.tables.append(bench_table(bench))
+    return sec
+
+
+SCORE_COLUMNS = [
+    "data",
+    "run",
+    "head",
+    "init",
+    "entity F1",
+    "token accuracy",
+    "OOV accuracy",
+    "invalid BIO sentences %",
+    "train minutes (all seeds)",
+    "best epochs",
+]
+
+
+def scores_table(runs, datasets, evals: dict[str, TaggerEval], train):
+    """Per dataset: the baselines, then every run and init (seed spread)."""
     rows = []
     for data in datasets:
         in_data = [r for r in runs if evals[r].data == data]
@@ -95,27 +150,12 @@ def tagging_section(
                         ", ".join(str(m.best_epoch) for m in ms) if ms else "-",
                     ]
                 )
-    sec.tables.append(
-        (
-            "Test scores (points; mean ± std over seeds, min-max)",
-            (
-                [
-                    "data",
-                    "run",
-                    "head",
-                    "init",
-                    "entity F1",
-                    "token accuracy",
-                    "OOV accuracy",
-                    "invalid BIO sentences %",
-                    "train minutes (all seeds)",
-                    "best epochs",
-                ],
-                rows,
-            ),
-        )
-    )
-    sec.intro += "\n\n" + " ".join(_verdicts(runs, evals))
+    title = "Test scores (points; mean ± std over seeds, min-max)"
+    return title, (SCORE_COLUMNS, rows)
+
+
+def contamination_rows(runs, datasets, evals: dict[str, TaggerEval]) -> list:
+    """(label, {metric: all/dirty/clean}) of each baseline and run (seed mean)."""
     rows = []
     for data in datasets:
         e0 = next(evals[r] for r in runs if evals[r].data == data)
@@ -129,42 +169,7 @@ def tagging_section(
                 continue
             for init, c in e.contamination.items():
                 rows.append((f"{r} ({init}, seed mean)", {e.metric: c.model_dump()}))
-    if rows:
-        for data in datasets:
-            if data in audits:
-                sec.intro += "\n\n" + audit_sentence(
-                    audits[data], f"{data} test sentences"
-                )
-        sec.tables.append(
-            contamination_table(
-                rows,
-                ["f1", "accuracy"],
-                "Entity F1 (NER) or accuracy (POS) on all / dirty / clean test "
-                "sentences, in points (GPT-3 format; clean vs all = (clean - all) / "
-                "all)",
-                scale=100.0,
-            )
-        )
-    sec.tables.append(_every_model(runs, evals, train))
-    types = _type_table(runs, evals)
-    if types:
-        sec.tables.append(types)
-    fig = _curves_figure(runs, evals, train, curves)
-    if fig:
-        sec.figures.append(
-            (
-                "Validation score (entity F1 for NER, accuracy for POS) per epoch, "
-                "mean over the seeds still training at that epoch (early stopping "
-                "ends some seeds sooner)",
-                fig,
-            )
-        )
-    ex = _examples_table(runs, evals)
-    if ex:
-        sec.tables.append(ex)
-    if bench:
-        sec.tables.append(bench_table(bench))
-    return sec
+    return rows
 
 
 def _every_model(runs, evals, train):

@@ -1,21 +1,39 @@
-"""What the tagger stages share: the settings of one ``<data>-<head>`` run checked
-against ``params.yaml``, torch threads and device, and the vectors a seed reads."""
+"""The work of the tagger stages (stages/train_tagger.py, stages/evaluate_tagger.py):
+the settings of one ``<data>-<head>`` run checked against ``params.yaml`` (torch
+threads and device, the vectors a seed reads), one cell of a run trained
+(``CellTraining``) and every model of a run scored on the test split
+(``evaluate``), each returning what its stage writes."""
 
 from __future__ import annotations
 
+import json
+import logging
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-from firth.accel import resolve_device
-from firth.config import load_sections, load_sources
-from firth.errors import ConfigError
-from firth.tagging.config import Tagger, TaggerCommon
+from firth.accel import Accel, resolve_device
+from firth.audit.scores import read_flags, seed_mean, split_scores
+from firth.checkpoint import Checkpoint, run_key
+from firth.config import check_seed, load_sections, load_sources
+from firth.embeddings.vectors import load_word2vec
+from firth.errors import ConfigError, DataError
+from firth.io import read_json, sha256_file
+from firth.results import StageOutput, parse, peak_rss_mb
+from firth.tagging.config import EvaluateTagger, Tagger, TaggerCommon
+from firth.tagging.data import Vocab, encode, norm, read_split
+from firth.tagging.evaluate import baselines, headline, scheme_of, scores, spread
+from firth.tagging.models import build_tagger
+from firth.tagging.results import TaggerEval, TaggerTrain
+from firth.tagging.train import predict, train
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class Run:
+class TaggerRun:
     params: Path
     cfg: Tagger
     common: TaggerCommon
@@ -26,7 +44,7 @@ class Run:
     data_dir: Path
 
 
-def setup(root: Path, params: Path, data: str, head: str) -> Run:
+def setup(root: Path, params: Path, data: str, head: str) -> TaggerRun:
     """Check that ``data`` and ``head`` are in the ``tagger`` section and that the
     data is a tagged source; set the threads; pick the device."""
     cfg, _ = load_sections("tagger", params, schema=Tagger)
@@ -46,7 +64,7 @@ def setup(root: Path, params: Path, data: str, head: str) -> Run:
         )
     if cfg.common.threads:
         torch.set_num_threads(cfg.common.threads)
-    return Run(
+    return TaggerRun(
         params=params,
         cfg=cfg,
         common=cfg.common,
@@ -70,3 +88,271 @@ def vectors_dir(root: Path, params: Path, method: str, seed: int) -> Path:
         )
     chosen = seed if seed in seeds else seeds[0]
     return root / "data" / "embeddings" / method / f"seed-{chosen}"
+
+
+class CellTraining:
+    """One cell (``seed``) of a tagger run ready to train: its splits read, the
+    seed's word vectors loaded, and the settings that key its checkpoints."""
+
+    def __init__(self, root: Path, run: TaggerRun, seed: int):
+        check_seed(run.params, "tagger.seeds", seed, run.cfg.seeds)
+        self.run, self.seed, c = run, seed, run.common
+        self.train_set = read_split(run.data_dir / "train.conll")
+        self.valid_set = read_split(run.data_dir / "valid.conll")
+        tags = (t for _, tags in self.train_set for t in tags)
+        self.bio = scheme_of(tags) == "BIO"
+        vec_name = run.cfg.vectors
+        vec_path = vectors_dir(root, run.params, vec_name, seed) / "vectors.txt"
+        self.vectors = load_word2vec(vec_path)
+        if self.vectors.dim != c.word_dim:
+            raise ConfigError(
+                f"{run.params}: key 'tagger.common.word_dim' is {c.word_dim} but "
+                f"{vec_path} has {self.vectors.dim}-dimensional vectors"
+            )
+        self.inits = ["random", vec_name]
+        self.settings = {
+            "run": run.name,
+            "data": run.data,
+            "head": run.head,
+            "seed": seed,
+            "common": c.model_dump(),
+            "vectors": vec_name,
+            "vectors_path": str(vec_path.relative_to(root)),
+            "train_sha256": sha256_file(run.data_dir / "train.conll"),
+            "valid_sha256": sha256_file(run.data_dir / "valid.conll"),
+            "vectors_sha256": sha256_file(vec_path),
+        }
+        self.checkpoints = root / "data" / "checkpoints" / "tagger" / run.name
+
+    def fit_one(self, init: str, accel: Accel) -> tuple[Vocab, dict, list[dict]]:
+        """One model (random or pretrained word embeddings): its vocabulary, its
+        weights and statistics, and its curve rows."""
+        run, seed, tr = self.run, self.seed, self.train_set
+        vocab = Vocab.build(tr, self.vectors.words if init != "random" else ())
+        counts = Counter(norm(w) for tokens, _ in tr for w in tokens)
+        singletons = {vocab.word_ix[w] for w, n in counts.items() if n == 1}
+        name = f"{init}-seed{seed}"
+        torch.manual_seed(seed)
+        model = build_tagger(vocab, run.head, run.common)
+        found = 0
+        if init != "random":
+            found = model.load_vectors(
+                vocab.words, self.vectors.index(), self.vectors.matrix
+            )
+        ckpt = Checkpoint(
+            self.checkpoints / f"{name}.pt",
+            run_key(**self.settings, init=init, **accel.describe()),
+        )
+        result = train(
+            model,
+            encode(vocab, tr),
+            encode(vocab, self.valid_set),
+            self.valid_set,
+            vocab,
+            run.common,
+            seed=seed,
+            accel=accel,
+            singletons=singletons,
+            bio=self.bio,
+            checkpoint=ckpt,
+            desc=f"{run.name} {name}",
+        )
+        model.load_state_dict(result.best_state)
+        stats = {
+            "init": init,
+            "seed": seed,
+            **result.stats,
+            "pretrained_rows": found,
+            "vocab": len(vocab.words),
+            "parameters": sum(p.numel() for p in model.parameters()),
+            "state": {k: v.cpu() for k, v in model.state_dict().items()},
+        }
+        curve = [{"init": init, "seed": seed, **row} for row in result.history]
+        return vocab, stats, curve
+
+    def fit(self, accel: Accel) -> StageOutput:
+        """Both models of the cell; clear_checkpoints once they are written."""
+        run, seed = self.run, self.seed
+        vocabs, models, curve = {}, [], []
+        for init in self.inits:
+            vocabs[init], stats, rows = self.fit_one(init, accel)
+            models.append(stats)
+            curve += rows
+        states = {m["init"]: m.pop("state") for m in models}
+
+        def write(folder: Path) -> None:
+            for init, vocab in vocabs.items():
+                text = json.dumps(vocab.to_json()) + "\n"
+                (folder / f"vocab-{init}.json").write_text(text)
+            for init, state in states.items():
+                torch.save(state, folder / f"{init}.pt")
+            settings = {**self.settings, "inits": self.inits}
+            (folder / "config.json").write_text(json.dumps(settings, indent=2) + "\n")
+
+        stats = {
+            "run": run.name,
+            "data": run.data,
+            "head": run.head,
+            "seed": seed,
+            "scheme": "BIO" if self.bio else "tags",
+            "valid_metric": "entity F1" if self.bio else "token accuracy",
+            "train_sentences": len(self.train_set),
+            "tags": len(vocabs["random"].tags),
+            "vectors": self.settings["vectors"],
+            "vectors_path": self.settings["vectors_path"],
+            "vectors_words": len(self.vectors.words),
+            **accel.describe(),
+            "threads": torch.get_num_threads(),
+            "train_sha256": self.settings["train_sha256"],
+            "models": models,
+            "peak_rss_mb": peak_rss_mb(),
+        }
+        record = parse(stats, TaggerTrain, f"train-tagger@{run.name}-{seed} stats")
+        return StageOutput(write, record, curve)
+
+    def clear_checkpoints(self) -> None:
+        for init in self.inits:
+            (self.checkpoints / f"{init}-seed{self.seed}.pt").unlink(missing_ok=True)
+
+
+SPREAD_KEYS = (
+    "f1",
+    "precision",
+    "recall",
+    "accuracy",
+    "oov_accuracy",
+    "invalid_bio_share",
+)
+
+
+class TestSplit:
+    """A run's test split scored against gold, with the training split's forms
+    and scheme, and the contamination audit's dirty sentences."""
+
+    def __init__(self, root: Path, run: TaggerRun):
+        self.train_set = tr = read_split(run.data_dir / "train.conll")
+        self.sents = te = read_split(run.data_dir / "test.conll")
+        self.bio = scheme_of(t for _, tags in tr for t in tags) == "BIO"
+        self.forms = {w for tokens, _ in tr for w in tokens}
+        self.gold = [tags for _, tags in te]
+        self.tokens = [toks for toks, _ in te]
+        seen = {t for _, g in tr for t in g}
+        if unknown := sorted({t for g in self.gold for t in g} - seen):
+            log.warning("test tags never seen in training: %s", ", ".join(unknown))
+        self.dirty = read_flags(
+            root / "data" / "audit" / "tagged" / run.data / "flags.tsv",
+            [str(i) for i in range(len(te))],
+        )
+
+    def score(self, pred, idx=None) -> dict:
+        """The scores of ``pred`` (on the sentences ``idx``, default all)."""
+        idx = range(len(self.gold)) if idx is None else idx
+        return scores(
+            [self.gold[i] for i in idx],
+            [pred[i] for i in idx],
+            tokens=[self.tokens[i] for i in idx],
+            train_forms=self.forms,
+            bio=self.bio,
+        )
+
+    def scored(self, pred) -> dict:
+        """The scores, and the headline metric on all / dirty / clean sentences."""
+        split = split_scores(lambda idx: headline(self.score(pred, idx)), self.dirty)
+        return {**self.score(pred), "contamination": split}
+
+    def in_vocab(self, vocab: Vocab) -> float:
+        """Share of test tokens whose normalised form has a row in ``vocab``."""
+        n = sum(norm(w) in vocab.word_ix for t in self.tokens for w in t)
+        return n / sum(map(len, self.tokens))
+
+
+def trained_folders(root: Path, run: TaggerRun) -> dict[int, Path]:
+    folders = {
+        seed: root / "data" / "taggers" / run.name / f"seed-{seed}"
+        for seed in run.cfg.seeds
+    }
+    for seed, folder in folders.items():
+        if not (folder / "config.json").exists():
+            raise DataError(
+                f"{folder}: no trained tagger (run train-tagger@{run.name}-{seed})"
+            )
+    return folders
+
+
+def evaluate(root: Path, run: TaggerRun, ev: EvaluateTagger) -> TaggerEval:
+    """Every model of the run on its test split, their seed spread, the baselines,
+    the contamination split and the worst sentences."""
+    test = TestSplit(root, run)
+    folders = trained_folders(root, run)
+    trained = {seed: read_json(f / "config.json") for seed, f in folders.items()}
+    inits = trained[run.cfg.seeds[0]]["inits"]
+    models, examples, known = [], {}, {}
+    for init in inits:
+        for seed, folder in folders.items():
+            vocab = Vocab.from_json(read_json(folder / f"vocab-{init}.json"))
+            model = build_tagger(vocab, run.head, run.common)
+            model.load_state_dict(torch.load(folder / f"{init}.pt", weights_only=True))
+            model.to(run.device)
+            enc = encode(vocab, test.sents)
+            pred = predict(model, enc, vocab, batch=ev.batch, device=run.device)
+            models.append({"init": init, "seed": seed, **test.scored(pred)})
+            log.info("%s %s seed %d: %.4f", run.name, init, seed, headline(models[-1]))
+            if init not in examples:
+                examples[init] = worst_sentences(test.sents, pred, ev.examples)
+                # the first seed's vocabulary (the pretrained one: training words
+                # plus that seed's vector words)
+                known[init] = test.in_vocab(vocab)
+    by_init = {i: [m for m in models if m["init"] == i] for i in inits}
+    tokens = test.tokens
+    record = {
+        "run": run.name,
+        "data": run.data,
+        "head": run.head,
+        "scheme": "BIO" if test.bio else "tags",
+        "metric": "f1" if test.bio else "accuracy",
+        "test_sentences": len(test.sents),
+        "test_tokens": sum(map(len, tokens)),
+        "test_oov_share": sum(w not in test.forms for t in tokens for w in t)
+        / sum(map(len, tokens)),
+        # share of test tokens whose normalised form has a row of its own in
+        # each initialisation's vocabulary (pretrained: training + vector words)
+        "test_tokens_in_vocab": known,
+        "inits": inits,
+        "seeds": run.cfg.seeds,
+        "vectors_paths": {str(s): t["vectors_path"] for s, t in trained.items()},
+        "summary": {
+            init: {
+                k: spread([r[k] for r in rows])
+                for k in SPREAD_KEYS
+                if k in rows[0] and rows[0][k] is not None
+            }
+            for init, rows in by_init.items()
+        },
+        # the headline metric on the audit's dirty and clean test sentences
+        # (data/audit/tagged/<data>/flags.tsv), mean over seeds
+        "contamination": {
+            init: seed_mean([m["contamination"] for m in rows])
+            for init, rows in by_init.items()
+        },
+        "baselines": {
+            name: test.scored(pred)
+            for name, pred in baselines(test.train_set, test.sents).items()
+        },
+        "models": models,
+        "examples": examples,
+    }
+    return parse(record, TaggerEval, f"evaluate-tagger@{run.name} scores")
+
+
+def worst_sentences(sents, pred, k: int) -> list[dict]:
+    """The k test sentences with the most token errors (ties: the shorter first)."""
+    rows = []
+    for i, ((tokens, gold), p) in enumerate(zip(sents, pred, strict=True)):
+        errors = sum(a != b for a, b in zip(gold, p, strict=True))
+        if errors:
+            rows.append((-errors, len(tokens), i))
+    out = []
+    for _, _, i in sorted(rows)[:k]:
+        tokens, gold = sents[i]
+        out.append({"tokens": tokens, "gold": gold, "predicted": pred[i]})
+    return out

@@ -20,7 +20,7 @@ from firth.accel import Accel
 from firth.checkpoint import Checkpoint
 from firth.tagging.data import UNK, Encoded, Vocab, length_batches, make_batch
 from firth.tagging.evaluate import headline, scores
-from firth.training import Plan, Result, fit
+from firth.training import Result, Task, epoch_stats, fit, per_epoch_plan
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ def valid_score(model, data: Encoded, gold, tokens, vocab, *, batch, device, bio
     return headline(scores(gold, pred, tokens=tokens, train_forms=set(), bio=bio))
 
 
-class TaggerTask:
+class TaggerTask(Task):
     """Shuffled sentence batches for firth.training.fit, with word dropout; one
     validation per epoch (entity F1 for BIO tag sets, token accuracy otherwise)."""
 
@@ -77,9 +77,6 @@ class TaggerTask:
             out.append((idx, words))
         return out
 
-    def start_epoch(self) -> None:
-        pass
-
     def loss(self, batch):
         idx, words = batch
         b = make_batch(self.train_data, idx, words).to(self.accel)
@@ -98,12 +95,6 @@ class TaggerTask:
             bio=self.bio,
         )
         return score, {"valid_score": score}
-
-    def carried(self) -> None:
-        return None
-
-    def restore(self, carried) -> None:
-        pass
 
 
 def train(
@@ -137,18 +128,7 @@ def train(
         singletons=singletons,
         bio=bio,
     )
-    per_epoch = len(task.epoch_batches(0))
-    plan = Plan(
-        steps=cfg.epochs * per_epoch,
-        steps_per_epoch=per_epoch,
-        eval_every=per_epoch,
-        lr=cfg.lr,
-        optimizer="adam",
-        decay=False,
-        clip=cfg.clip,
-        patience=cfg.patience,
-        higher_is_better=True,
-    )
+    plan = per_epoch_plan(cfg, steps_per_epoch=len(task.epoch_batches(0)))
     result = fit(
         model,
         task,
@@ -159,15 +139,7 @@ def train(
         stop_after=stop_after,
         desc=desc,
     )
-    epochs = result.steps // per_epoch
-    result.extra = {
-        "epochs": epochs,
-        "best_epoch": result.best_step // per_epoch,
-        "best_valid_score": result.best_score,
-        "sentences_per_second": round(
-            len(train_data.words) * epochs / result.seconds, 1
-        )
-        if result.seconds
-        else None,
-    }
+    result.extra = epoch_stats(
+        result, examples=len(train_data.words), score="score", unit="sentences"
+    )
     return result

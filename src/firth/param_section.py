@@ -6,7 +6,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 
-class Section(BaseModel):
+class ParamSection(BaseModel):
     """Base for every params section: strict, frozen, no unknown keys."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)

@@ -30,99 +30,13 @@ def partial_input_section(
     tagging: dict[str, TaggerEval],
     nli: dict[str, NliEval] | None = None,
 ) -> Section:
-    rows: list[list[str]] = []
-    for method, e in sorted(embeddings.items()):
-        top = e.summary.analogy_at("top")
-        if top is None or top.cos_add.mean is None or top.only_b.mean is None:
-            continue
-        full, part = top.cos_add.mean, top.only_b.mean
-        rows.append(
-            [
-                "analogy (questions-words, top 30k)",
-                f"{method} 3CosAdd",
-                num(100 * full, 2),
-                "only-b (ignores a and a*)",
-                num(100 * part, 2),
-                num(100 * (full - part), 2),
-                "accuracy %",
-            ]
-        )
-    scored = {r: e for r, e in lm.items() if "unigram" in e.test.baselines}
-    if scored:
-        best = min(scored, key=lambda r: scored[r].test.perplexity)
-        t = scored[best].test
-        uni = t.baselines["unigram"].perplexity
-        rows.append(
-            [
-                f"language model ({scored[best].unit} test perplexity)",
-                best,
-                num(t.perplexity, 2),
-                "unigram (no context)",
-                num(uni, 2),
-                num(t.perplexity - uni, 2),
-                "perplexity (lower is better)",
-            ]
-        )
-    attention = {
-        r: e
-        for r, e in nmt.items()
-        if e.model not in ("none", "context", "target-lm", "copy-source")
-    }
-    if attention:
-        best = max(attention, key=lambda r: attention[r].beam.bleu)
-        b = attention[best].beam
-        for name, label in (
-            ("copy-source", "copy-source (no model)"),
-            ("target-lm", "target-side LM (no source)"),
-        ):
-            if name in nmt:
-                p = nmt[name].beam
-                rows.append(
-                    [
-                        "translation (KJV -> WEB test, beam BLEU)",
-                        best,
-                        num(b.bleu, 2),
-                        label,
-                        num(p.bleu, 2),
-                        num(b.bleu - p.bleu, 2),
-                        "BLEU",
-                    ]
-                )
-    for r, e in sorted(tagging.items()):
-        key = e.metric
-        best = max(e.inits, key=lambda i: e.headline(i).mean)
-        full = e.headline(best).mean
-        part = getattr(e.baselines["word-only"], key)
-        rows.append(
-            [
-                f"tagging ({e.data}, {'entity F1' if key == 'f1' else 'accuracy'})",
-                f"{r} ({best}, seed mean)",
-                num(100 * full, 2),
-                "word-only (no context)",
-                num(100 * part, 2),
-                num(100 * (full - part), 2),
-                "points",
-            ]
-        )
-    nli = nli or {}
-    for data in sorted({e.data for e in nli.values()}):
-        by = {e.model: e for e in nli.values() if e.data == data}
-        if "pair" not in by or "hypothesis" not in by:
-            continue
-        full = by["pair"].summary.accuracy.mean
-        part = by["hypothesis"].summary.accuracy.mean
-        maj = by["pair"].baselines["majority"].accuracy
-        rows.append(
-            [
-                f"NLI ({data}, test accuracy)",
-                "premise + hypothesis (seed mean)",
-                num(100 * full, 2),
-                f"hypothesis-only (majority class: {100 * maj:.2f})",
-                num(100 * part, 2),
-                num(100 * (full - part), 2),
-                "points",
-            ]
-        )
+    rows = [
+        *embedding_rows(embeddings),
+        *lm_rows(lm),
+        *nmt_rows(nmt),
+        *tagging_rows(tagging),
+        *nli_rows(nli or {}),
+    ]
     rows = [[*r, f"→ {_section_of(r[0])}"] for r in rows]
     sec = Section(
         "Partial-input baselines",
@@ -132,24 +46,143 @@ def partial_input_section(
         "baseline ignores." + ("" if nli else " " + ENABLE),
     )
     sec.tables.append(
-        (
-            "Full model against its partial-input baseline",
-            (
-                [
-                    "task",
-                    "full model",
-                    "score",
-                    "partial-input baseline",
-                    "score",
-                    "gap",
-                    "unit",
-                    "details",
-                ],
-                rows,
-            ),
-        )
+        ("Full model against its partial-input baseline", (COLUMNS, rows))
     )
     return sec
+
+
+COLUMNS = [
+    "task",
+    "full model",
+    "score",
+    "partial-input baseline",
+    "score",
+    "gap",
+    "unit",
+    "details",
+]
+
+
+def _row(task, full_name, full, partial_name, partial, unit, scale=1.0) -> list:
+    """One table row: both scores and the gap (full - partial), times ``scale``."""
+    return [
+        task,
+        full_name,
+        num(scale * full, 2),
+        partial_name,
+        num(scale * partial, 2),
+        num(scale * (full - partial), 2),
+        unit,
+    ]
+
+
+def embedding_rows(embeddings: dict[str, EmbeddingEval]) -> list[list]:
+    """3CosAdd against only-b, per method."""
+    rows = []
+    for method, e in sorted(embeddings.items()):
+        top = e.summary.analogy_at("top")
+        if top is None or top.cos_add.mean is None or top.only_b.mean is None:
+            continue
+        rows.append(
+            _row(
+                "analogy (questions-words, top 30k)",
+                f"{method} 3CosAdd",
+                top.cos_add.mean,
+                "only-b (ignores a and a*)",
+                top.only_b.mean,
+                "accuracy %",
+                scale=100,
+            )
+        )
+    return rows
+
+
+def lm_rows(lm: dict[str, LmEval]) -> list[list]:
+    """The best language model against the unigram model."""
+    scored = {r: e for r, e in lm.items() if "unigram" in e.test.baselines}
+    if not scored:
+        return []
+    best = min(scored, key=lambda r: scored[r].test.perplexity)
+    t = scored[best].test
+    return [
+        _row(
+            f"language model ({scored[best].unit} test perplexity)",
+            best,
+            t.perplexity,
+            "unigram (no context)",
+            t.baselines["unigram"].perplexity,
+            "perplexity (lower is better)",
+        )
+    ]
+
+
+def nmt_rows(nmt: dict[str, NmtEval]) -> list[list]:
+    """The best attention model against copying and the target-side LM."""
+    attention = {
+        r: e
+        for r, e in nmt.items()
+        if e.model not in ("none", "context", "target-lm", "copy-source")
+    }
+    if not attention:
+        return []
+    best = max(attention, key=lambda r: attention[r].beam.bleu)
+    return [
+        _row(
+            "translation (KJV -> WEB test, beam BLEU)",
+            best,
+            attention[best].beam.bleu,
+            label,
+            nmt[name].beam.bleu,
+            "BLEU",
+        )
+        for name, label in (
+            ("copy-source", "copy-source (no model)"),
+            ("target-lm", "target-side LM (no source)"),
+        )
+        if name in nmt
+    ]
+
+
+def tagging_rows(tagging: dict[str, TaggerEval]) -> list[list]:
+    """Each tagger run's best init against the word-only baseline."""
+    rows = []
+    for r, e in sorted(tagging.items()):
+        key = e.metric
+        best = max(e.inits, key=lambda i: e.headline(i).mean)
+        rows.append(
+            _row(
+                f"tagging ({e.data}, {'entity F1' if key == 'f1' else 'accuracy'})",
+                f"{r} ({best}, seed mean)",
+                e.headline(best).mean,
+                "word-only (no context)",
+                getattr(e.baselines["word-only"], key),
+                "points",
+                scale=100,
+            )
+        )
+    return rows
+
+
+def nli_rows(nli: dict[str, NliEval]) -> list[list]:
+    """Premise and hypothesis against the hypothesis only, per dataset."""
+    rows = []
+    for data in sorted({e.data for e in nli.values()}):
+        by = {e.model: e for e in nli.values() if e.data == data}
+        if "pair" not in by or "hypothesis" not in by:
+            continue
+        maj = by["pair"].baselines["majority"].accuracy
+        rows.append(
+            _row(
+                f"NLI ({data}, test accuracy)",
+                "premise + hypothesis (seed mean)",
+                by["pair"].summary.accuracy.mean,
+                f"hypothesis-only (majority class: {100 * maj:.2f})",
+                by["hypothesis"].summary.accuracy.mean,
+                "points",
+                scale=100,
+            )
+        )
+    return rows
 
 
 # the report section holding the evidence of a row, by the row's task label

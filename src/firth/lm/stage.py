@@ -1,0 +1,365 @@
+"""The work of the language-model stages (stages/train_lm.py, stages/evaluate_lm.py)
+given the parsed ``lm`` params: one run trained (``LmTraining``: Kneser-Ney counts or
+a neural model through firth.lm.train) and one trained run scored
+(``evaluate``), each returning what its stage writes."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from firth.accel import Accel, resolve_device
+from firth.audit.scores import read_flags, split_scores
+from firth.checkpoint import Checkpoint, run_key
+from firth.config import EvaluateLm, Lm, LmRun
+from firth.distributed import Group
+from firth.errors import ConfigError, DataError
+from firth.io import sha256_file
+from firth.lm import kneser_ney
+from firth.lm.data import Vocabulary, build_vocabulary, encode_stream, read_lines
+from firth.lm.gradient_flow import model_gradient_norms
+from firth.lm.lines import by_line, kn_by_line, score_targets
+from firth.lm.metrics import bits_per_char, characters, perplexity
+from firth.lm.models import build_model
+from firth.lm.results import LmDetail, LmEval, LmTrain
+from firth.lm.train import sample, score, train
+from firth.results import StageOutput, parse, peak_rss_mb
+from firth.training import check_kept
+
+log = logging.getLogger(__name__)
+
+RECURRENT = ("elman", "lstm", "gru")
+
+
+def select(cfg: Lm, name: str, error: type[Exception] = ConfigError) -> LmRun:
+    """The run ``name`` of ``lm.runs``; sets the torch threads."""
+    if name not in cfg.runs:
+        raise error(f"lm.runs has no run '{name}' (runs: {', '.join(cfg.runs)})")
+    if cfg.common.threads:
+        torch.set_num_threads(cfg.common.threads)
+    return cfg.runs[name]
+
+
+class LmTraining:
+    """One run of ``lm.runs`` ready to train on data/subsampled/text/: its lines
+    read and its vocabulary built."""
+
+    def __init__(self, root: Path, cfg: Lm, name: str):
+        self.root, self.cfg, self.name = root, cfg, name
+        self.run = select(cfg, name)
+        self.family = self.run.family
+        c = cfg.common
+        text = root / "data" / "subsampled" / "text"
+        self.train_lines = read_lines(text / "train.txt")
+        self.valid_lines = read_lines(text / "valid.txt")
+        data_hash = sha256_file(text / "train.txt")
+        self.vocab = build_vocabulary(
+            self.train_lines,
+            unit=c.unit,
+            min_count=c.min_count,
+            tokenizer=root / "data" / "tokenizers" / "text" / "tokenizer.json",
+        )
+        log.info("%s: %s vocabulary of %d tokens", name, c.unit, self.vocab.size)
+        self.settings = {
+            "run": name,
+            "family": self.family,
+            "seed": self.run.seed,
+            "common": c.model_dump(),
+            self.family: getattr(cfg, self.family).model_dump(),
+            "corpus_sha256": data_hash,
+        }
+        # neural runs only; keyed by the settings and the hardware in ``neural``
+        self.checkpoint = Checkpoint(
+            root / "data" / "checkpoints" / "lm" / f"{name}.pt", key=""
+        )
+        self.stats: dict = {
+            "run": name,
+            "family": self.family,
+            "seed": self.run.seed,
+            "unit": c.unit,
+            "vocab": self.vocab.size,
+            "corpus_sha256": data_hash,
+        }
+
+    def _done(self, write, curve: list[dict]) -> StageOutput:
+        self.stats["peak_rss_mb"] = peak_rss_mb()
+        log.info(
+            "%s: best valid perplexity %.2f",
+            self.name,
+            self.stats["best_valid_perplexity"],
+        )
+        stats = parse(self.stats, LmTrain, f"train-lm@{self.name} stats")
+        return StageOutput(write, stats, curve)
+
+    def _write_common(self, folder: Path) -> None:
+        self.vocab.save(folder / "vocab.json")
+        (folder / "config.json").write_text(json.dumps(self.settings, indent=2) + "\n")
+
+    def kneser_ney(self) -> StageOutput:
+        """The interpolated modified Kneser-Ney model of ``lm.kn.order``."""
+        vocab, order = self.vocab, self.cfg.kn.order
+
+        def words(lines):
+            return [[vocab.tokens[i] for i in vocab.encode_line(x)] for x in lines]
+
+        sents = words(self.train_lines)
+        t0 = time.perf_counter()
+        lm = kneser_ney.build(sents, order=order)
+        build_s = time.perf_counter() - t0
+        self.stats.update(
+            order=order,
+            train_tokens=sum(len(s) for s in sents),
+            build_seconds=round(build_s, 2),
+            ngrams_per_order=[len(g) for g in lm.grams],
+            discounts=[[round(d, 4) for d in ds] for ds in lm.discounts],
+            best_valid_perplexity=lm.score(words(self.valid_lines))["perplexity"],
+        )
+
+        def write(folder: Path) -> None:
+            kneser_ney.save(lm, folder)
+            self._write_common(folder)
+
+        return self._done(write, [])
+
+    def neural(self, accel: Accel, group: Group) -> StageOutput | None:
+        """The neural model trained as one rank of ``group`` (None on ranks other
+        than 0, which write nothing); clear ``checkpoint`` once it is written."""
+        c, vocab, seed = self.cfg.common, self.vocab, self.run.seed
+        train_stream = encode_stream(vocab, self.train_lines)
+        valid_stream = encode_stream(vocab, self.valid_lines)
+        torch.manual_seed(seed)
+        model = build_model(self.family, vocab.size, self.cfg, eos=vocab.eos)
+        self.checkpoint.key = run_key(
+            **self.settings, **accel.describe(), processes=group.world
+        )
+        result = train(
+            model,
+            train_stream,
+            valid_stream,
+            c,
+            seed=seed,
+            accel=accel,
+            group=group,
+            checkpoint=self.checkpoint,
+        )
+        if not group.main:
+            return None
+        model.load_state_dict(result.best_state)
+        v_nll, v_tok = score(
+            model, valid_stream, batch=c.eval_batch, bptt=c.bptt, device=accel.device
+        )
+        best = result.stats["best_valid_loss"]
+        self.stats.update(result.stats)
+        self.stats.update(
+            train_tokens=len(train_stream) - 1,
+            parameters=sum(p.numel() for p in model.parameters()),
+            **accel.describe(),
+            processes=group.world,
+            threads=torch.get_num_threads(),
+            kept_weights_valid_loss=v_nll / v_tok,
+        )
+        check_kept(self.name, v_nll / v_tok, best)
+
+        def write(folder: Path) -> None:
+            torch.save(model.state_dict(), folder / "model.pt")
+            self._write_common(folder)
+
+        return self._done(write, result.history)
+
+
+def baselines(vocab: Vocabulary, stream: torch.Tensor, chars: int) -> dict:
+    """Uniform over the vocabulary (perplexity exactly V) and the add-one unigram
+    model of the training counts, on the targets of ``stream``."""
+    targets = stream[1:].numpy()
+    n = len(targets)
+    counts = np.asarray(vocab.counts, dtype=np.float64) + 1.0
+    uni_nll = float(-np.log(counts[targets] / counts.sum()).sum())
+    uni_nll_uniform = n * math.log(vocab.size)
+    return {
+        "uniform": {
+            "perplexity": perplexity(uni_nll_uniform, n),
+            "bits_per_char": bits_per_char(uni_nll_uniform, chars),
+        },
+        "unigram": {
+            "perplexity": perplexity(uni_nll, n),
+            "bits_per_char": bits_per_char(uni_nll, chars),
+        },
+    }
+
+
+class Scorer:
+    """A trained run loaded from data/lm/<run>/: Kneser-Ney counts or a neural
+    model on its device."""
+
+    def __init__(self, root: Path, cfg: Lm, name: str):
+        self.run = select(cfg, name, DataError)
+        self.name, self.cfg, c = name, cfg, cfg.common
+        folder = root / "data" / "lm" / name
+        if not (folder / "vocab.json").exists():
+            raise DataError(f"{folder}: no trained model (run train-lm@{name})")
+        self.vocab = Vocabulary.load(folder / "vocab.json")
+        self.device = resolve_device(c.device, key="lm.common.device")
+        self.model = self.kn = None
+        if self.run.family == "kn":
+            self.kn = kneser_ney.load(folder)
+        else:
+            self.model = build_model(
+                self.run.family, self.vocab.size, cfg, eos=self.vocab.eos
+            )
+            self.model.load_state_dict(
+                torch.load(folder / "model.pt", weights_only=True)
+            )
+            self.model.to(self.device).eval()
+
+    def by_line(self, lines: list[str], stream: torch.Tensor):
+        """NLL in nats and the number of targets of every line."""
+        vocab, c = self.vocab, self.cfg.common
+        if self.model is None:
+            return kn_by_line(
+                self.kn,
+                [[vocab.tokens[i] for i in vocab.encode_line(x)] for x in lines],
+            )
+        targets = score_targets(
+            self.model, stream, batch=c.eval_batch, bptt=c.bptt, device=self.device
+        )
+        return by_line(targets, stream, vocab.eos)
+
+    def split(self, lines: list[str], flags: Path | None) -> dict:
+        """The scores of ``lines``; with the audit's ``flags``, the perplexity on
+        its dirty and clean lines too."""
+        vocab = self.vocab
+        chars = characters(lines)
+        stream = encode_stream(vocab, lines)
+        t0 = time.perf_counter()
+        line_nll, line_tokens = self.by_line(lines, stream)
+        nll, tokens = float(line_nll.sum()), int(line_tokens.sum())
+        seconds = time.perf_counter() - t0
+        words = sum(len(x.split()) for x in lines)
+        out = {
+            "tokens": tokens,
+            "characters": chars,
+            "nll_bits": nll / math.log(2),
+            "perplexity": perplexity(nll, tokens),
+            "bits_per_char": bits_per_char(nll, chars),
+            "oov_rate": vocab.oov(lines) / words,
+            "tokens_per_second": round(tokens / seconds),
+            "baselines": baselines(vocab, stream, chars),
+        }
+        if flags is not None:
+            dirty = read_flags(flags, [str(i) for i in range(len(lines))])
+            out["contamination"] = split_scores(
+                lambda idx, n=line_nll, k=line_tokens: perplexity(
+                    float(n[idx].sum()), int(k[idx].sum())
+                ),
+                dirty,
+            )
+        return out
+
+    def samples(self, ev: EvaluateLm) -> list[dict]:
+        """``ev.samples`` ancestral samples after each prompt (seeded by the run)."""
+        gen = torch.Generator().manual_seed(self.run.seed)
+        if not ev.samples:
+            return []
+        if self.model is None:
+            return kn_samples(self.kn, ev, gen)
+        vocab, out = self.vocab, []
+        for prompt in ev.prompts:
+            ids = [vocab.eos, *vocab.encode_line(prompt)]
+            for _ in range(ev.samples):
+                cont = sample(
+                    self.model,
+                    ids,
+                    max_tokens=ev.sample_tokens,
+                    temperature=ev.temperature,
+                    eos=vocab.eos,
+                    generator=gen,
+                    device=self.device,
+                    segment=self.cfg.common.bptt,
+                )
+                out.append({"prompt": prompt, "continuation": vocab.decode(cont)})
+        return out
+
+    def gradient_flow(self, lines: list[str], ev: EvaluateLm) -> list[dict]:
+        """||dL_T/dh_t|| against T - t on ``ev.flow_sequences`` test windows
+        (recurrent runs; empty for the others)."""
+        if self.run.family not in RECURRENT:
+            return []
+        bptt = self.cfg.common.bptt
+        stream = encode_stream(self.vocab, lines)
+        span = bptt + ev.flow_distance + 1
+        starts = np.linspace(0, len(stream) - span - 1, ev.flow_sequences).astype(int)
+        ids = torch.stack([stream[s : s + span] for s in starts]).to(self.device)
+        norms = model_gradient_norms(self.model, ids, warm=bptt).cpu()
+        return [
+            {
+                "distance": ev.flow_distance - 1 - t,
+                "grad_norm": float(norms[t]),
+                "relative": float(norms[t] / norms[-1]),
+            }
+            for t in range(ev.flow_distance - 1, -1, -1)
+        ]
+
+
+def evaluate(root: Path, cfg: Lm, ev: EvaluateLm, name: str) -> tuple[LmEval, LmDetail]:
+    """The run ``name`` scored on data/subsampled/text/{test,valid}.txt: its eval
+    record and its detail (samples, gradient flow)."""
+    scorer = Scorer(root, cfg, name)
+    run, vocab = scorer.run, scorer.vocab
+    text = root / "data" / "subsampled" / "text"
+    result: dict = {
+        "run": name,
+        "family": run.family,
+        "seed": run.seed,
+        "unit": vocab.unit,
+        "vocab": vocab.size,
+    }
+    flags = root / "data" / "audit" / "text" / "flags.tsv"
+    lines = {split: read_lines(text / f"{split}.txt") for split in ("test", "valid")}
+    for split in ("test", "valid"):
+        result[split] = scorer.split(lines[split], flags if split == "test" else None)
+        log.info(
+            "%s %s: perplexity %.2f, %.4f bits/char",
+            name,
+            split,
+            result[split]["perplexity"],
+            result[split]["bits_per_char"],
+        )
+    detail = {
+        "run": name,
+        "samples": scorer.samples(ev),
+        "gradient_flow": scorer.gradient_flow(lines["test"], ev),
+    }
+    if flow := detail["gradient_flow"]:
+        far = flow[-1]
+        result["gradient_flow"] = {
+            "distance": far["distance"],
+            "relative_norm": far["relative"],
+        }
+    return (
+        parse(result, LmEval, f"evaluate-lm@{name} scores"),
+        parse(detail, LmDetail, f"evaluate-lm@{name} detail"),
+    )
+
+
+def kn_samples(lm: kneser_ney.KneserNey, ev, gen: torch.Generator) -> list[dict]:
+    """Ancestral samples from the n-gram model after each prompt."""
+    out = []
+    words = [w for i, w in enumerate(lm.vocab) if i != 1]
+    for prompt in ev.prompts:
+        for _ in range(ev.samples):
+            ctx, cont = prompt.split(), []
+            while len(cont) < ev.sample_tokens:
+                p = torch.from_numpy(lm.conditional(ctx)) ** (1 / ev.temperature)
+                w = words[int(torch.multinomial(p / p.sum(), 1, generator=gen))]
+                if w == kneser_ney.EOS:
+                    break
+                cont.append(w)
+                ctx.append(w)
+            out.append({"prompt": prompt, "continuation": " ".join(cont)})
+    return out

@@ -1,0 +1,306 @@
+"""The recurrent encoder-decoders: a bidirectional GRU or LSTM encoder, a
+one-cell decoder, and one class per decoder (the family's step): the
+bottleneck and the target-side LM (``Plain``), Cho's context vector
+(``Context``), Bahdanau's additive attention (``Bahdanau``, with the pointer and
+coverage switches) and Luong's multiplicative attention with input feeding
+(``Luong``). See firth.nmt.models for the equations."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from firth.nmt.data import UNK
+from firth.nmt.models.base import TINY, Seq2Seq, mixture
+
+
+class Attention(nn.Module):
+    """Additive (Bahdanau) or multiplicative (Luong general / dot) attention with a
+    source mask: padding gets weight exactly 0."""
+
+    def __init__(self, scoring: str, query_dim: int, key_dim: int, coverage=False):
+        super().__init__()
+        self.scoring = scoring
+        if coverage and scoring != "additive":
+            raise ValueError("coverage enters the additive (Bahdanau) scorer only")
+        if scoring == "additive":
+            self.w_query = nn.Linear(query_dim, key_dim, bias=False)
+            self.w_key = nn.Linear(key_dim, key_dim)
+            self.v = nn.Linear(key_dim, 1, bias=False)
+            if coverage:
+                self.w_cov = nn.Linear(1, key_dim, bias=False)
+        elif scoring == "general":
+            self.w_key = nn.Linear(key_dim, query_dim, bias=False)
+        elif scoring == "dot":
+            if query_dim != key_dim:
+                raise ValueError("dot attention needs query and key of one size")
+        else:
+            raise ValueError(f"unknown attention {scoring!r}")
+
+    def keys(self, values: torch.Tensor) -> torch.Tensor:
+        """The part of the score that depends only on the source (computed once)."""
+        return values if self.scoring == "dot" else self.w_key(values)
+
+    def forward(self, query, keys, values, mask, coverage=None):
+        if self.scoring == "additive":
+            pre = self.w_query(query)[:, None] + keys
+            if coverage is not None:
+                pre = pre + self.w_cov(coverage[..., None])
+            scores = self.v(torch.tanh(pre)).squeeze(-1)
+        else:
+            scores = torch.bmm(keys, query[:, :, None]).squeeze(-1)
+        weights = torch.softmax(scores.masked_fill(~mask, -math.inf), dim=-1)
+        return torch.bmm(weights[:, None], values).squeeze(1), weights
+
+
+class Encoder(nn.Module):
+    def __init__(self, cell: str, emb_dim: int, hidden: int, layers: int, dropout):
+        super().__init__()
+        cls = nn.GRU if cell == "gru" else nn.LSTM
+        self.rnn = cls(
+            emb_dim,
+            hidden // 2,
+            layers,
+            batch_first=True,
+            bidirectional=True,
+            dropout=dropout if layers > 1 else 0.0,
+        )
+
+    def forward(self, emb: torch.Tensor, mask: torch.Tensor):
+        """Annotations (B, S, hidden), zero on padding, and the summary
+        [h_fwd at the last real token; h_bwd at the first] (B, hidden)."""
+        lengths = mask.sum(1).cpu()
+        packed = pack_padded_sequence(
+            emb, lengths, batch_first=True, enforce_sorted=False
+        )
+        out, h = self.rnn(packed)
+        out, _ = pad_packed_sequence(out, batch_first=True, total_length=emb.shape[1])
+        if isinstance(h, tuple):
+            h = h[0]
+        return out, torch.cat([h[-2], h[-1]], dim=-1)
+
+
+class Cell(nn.Module):
+    """A GRU or LSTM cell over a state dict {'h'} or {'h', 'c'}."""
+
+    def __init__(self, rnn: str, inp: int, hidden: int):
+        super().__init__()
+        self.rnn = rnn
+        self.cell = (nn.GRUCell if rnn == "gru" else nn.LSTMCell)(inp, hidden)
+
+    def init(self, h: torch.Tensor) -> dict:
+        return {"h": h} if self.rnn == "gru" else {"h": h, "c": torch.zeros_like(h)}
+
+    def forward(self, x, state: dict) -> dict:
+        if self.rnn == "gru":
+            return {"h": self.cell(x, state["h"])}
+        h, c = self.cell(x, (state["h"], state["c"]))
+        return {"h": h, "c": c}
+
+
+class Recurrent(Seq2Seq):
+    """What every recurrent family shares: the encoder (none for the target-side
+    LM), the bridge to the decoder's first state, the decoder cell, the pointer
+    switch; a subclass adds its attention and readout (``layers``) and its step
+    (``advance``)."""
+
+    attends = False  # the family has attention (pointer and coverage need it)
+
+    def __init__(
+        self, model: str, vocab: int, c, *, pointer: bool = False, coverage=False
+    ):
+        super().__init__(vocab, c.emb_dim, c.dropout)
+        E, H = c.emb_dim, c.hidden
+        self.model = model
+        self.has_attention = self.attends
+        if (pointer or coverage) and not self.has_attention:
+            raise ValueError(f"{model}: pointer and coverage need an attention model")
+        if coverage and model != "bahdanau":
+            raise ValueError(f"{model}: the coverage vector enters Bahdanau's scorer")
+        self.pointer, self.coverage = pointer, coverage
+        self.recorded: list | None = None  # pointer parts per step, when recording
+        self.encoder = (
+            None if model == "target-lm" else Encoder(c.cell, E, H, c.layers, c.dropout)
+        )
+        if self.encoder is not None:
+            self.bridge = nn.Linear(H, H)
+        else:
+            self.h0 = nn.Parameter(torch.zeros(H))
+        self.cell = Cell(c.cell, E + self.cell_input(E, H), H)
+        self.layers(E, H)
+        if pointer:
+            self.switch = nn.Linear(H + H + E, 1)  # p_gen from [c_i; s_i; E y_{i-1}]
+
+    def cell_input(self, E: int, H: int) -> int:
+        """Units fed to the cell beside the embedding of the previous token."""
+        return 0
+
+    def layers(self, E: int, H: int) -> None:
+        """The family's attention and readout."""
+        self.readout = nn.Linear(H + E, E)
+
+    def advance(self, e, state, memory):
+        """One decoder step from the previous token's embedding ``e``: the
+        features, the new state, the context vector and the attention (or None)."""
+        state = self.cell(e, state)
+        feat = torch.tanh(self.readout(torch.cat([state["h"], e], -1)))
+        return feat, state, None, None
+
+    def _ids(self, ids):
+        """Extended (copy-only) ids are read as <unk>."""
+        return ids.masked_fill(ids >= self.vocab, UNK) if self.pointer else ids
+
+    def encode(self, src, mask):
+        if self.encoder is None:
+            return {"mask": mask}
+        values, summary = self.encoder(self.drop(self.embedding(self._ids(src))), mask)
+        memory = {"mask": mask, "summary": summary, "values": values}
+        if self.has_attention:
+            memory["keys"] = self.attention.keys(values)
+        if self.pointer:
+            memory["src"] = src
+        return memory
+
+    def start(self, memory):
+        B = memory["mask"].shape[0]
+        if self.encoder is None:
+            h = self.h0.expand(B, -1).contiguous()
+        else:
+            h = torch.tanh(self.bridge(memory["summary"]))
+        return self.cell.init(h)
+
+    def logits(self, features: torch.Tensor) -> torch.Tensor:
+        """Next-token scores; a pointer model's features are already its
+        log-probabilities over the extended vocabulary."""
+        return features if self.pointer else super().logits(features)
+
+    def step(self, y_prev, state, memory):
+        e = self.drop(self.embedding(self._ids(y_prev)))
+        feat, state, ctx, attn = self.advance(e, state, memory)
+        if self.pointer:
+            feat = self._mix(feat, ctx, state["h"], e, attn, memory["src"])
+        return feat, state, attn
+
+    def _mix(self, feat, ctx, s, e, attn, src):
+        """log P of the pointer-generator over V + the batch's extended ids."""
+        p_vocab = torch.softmax(super().logits(feat), dim=-1)
+        p_gen = torch.sigmoid(self.switch(torch.cat([ctx, s, e], -1)))
+        width = max(self.vocab, int(src.max()) + 1)
+        p = mixture(p_vocab, p_gen, attn, src, width)
+        if self.recorded is not None:
+            self.recorded.append((p_gen[:, 0], p_gen * p_vocab, p))
+        return p.clamp_min(TINY).log()
+
+    @torch.no_grad()
+    def copy_parts(self, src, mask, tgt_in, tgt_out):
+        """Teacher-forced over given outputs: p_gen (B, T) and the share of each
+        output token's probability that came from copying, (B, T)."""
+        self.recorded = []
+        try:
+            self(src, mask, tgt_in)
+            p_gen = torch.stack([r[0] for r in self.recorded], 1)
+            share = []
+            for t, (_, gen, p) in enumerate(self.recorded):
+                y = tgt_out[:, t : t + 1]
+                total = p.gather(1, y)[:, 0]
+                generated = gen.gather(1, y.clamp_max(gen.shape[1] - 1))[:, 0]
+                generated = torch.where(y[:, 0] < gen.shape[1], generated, 0.0)
+                share.append(1 - generated / total.clamp_min(TINY))
+            return p_gen, torch.stack(share, 1)
+        finally:
+            self.recorded = None
+
+
+class Plain(Recurrent):
+    """``none`` (the fixed-vector bottleneck: s_0 is the only link to the source)
+    and ``target-lm`` (no encoder): s_i = f(s_{i-1}, E y_{i-1})."""
+
+
+class Context(Recurrent):
+    """Cho et al. (2014): the summary c feeds every state update and the readout."""
+
+    def cell_input(self, E: int, H: int) -> int:
+        return H
+
+    def layers(self, E: int, H: int) -> None:
+        self.readout = nn.Linear(H + H + E, E)
+
+    def advance(self, e, state, memory):
+        c = memory["summary"]
+        state = self.cell(torch.cat([e, c], -1), state)
+        feat = torch.tanh(self.readout(torch.cat([state["h"], c, e], -1)))
+        return feat, state, None, None
+
+
+class Bahdanau(Recurrent):
+    """Additive attention scored from the previous state (with the coverage
+    vector when asked); the context feeds the cell and the readout."""
+
+    attends = True
+
+    def cell_input(self, E: int, H: int) -> int:
+        return H
+
+    def layers(self, E: int, H: int) -> None:
+        self.attention = Attention("additive", H, H, self.coverage)
+        self.readout = nn.Linear(H + H + E, E)
+
+    def start(self, memory):
+        state = super().start(memory)
+        if self.coverage:
+            state["cov"] = memory["values"].new_zeros(memory["mask"].shape)
+        return state
+
+    def advance(self, e, state, memory):
+        ctx, attn = self.attention(
+            state["h"],
+            memory["keys"],
+            memory["values"],
+            memory["mask"],
+            state["cov"] if self.coverage else None,
+        )
+        new = self.cell(torch.cat([e, ctx], -1), state)
+        feat = torch.tanh(self.readout(torch.cat([new["h"], ctx, e], -1)))
+        if self.coverage:
+            new["cov"] = state["cov"] + attn
+        return feat, new, ctx, attn
+
+
+class Luong(Recurrent):
+    """Multiplicative attention (general or dot) scored from the current state;
+    the attentional vector is the readout and is fed to the next step."""
+
+    attends = True
+
+    def cell_input(self, E: int, H: int) -> int:
+        return E  # input feeding of the attentional vector
+
+    def layers(self, E: int, H: int) -> None:
+        self.attention = Attention(self.model.split("-")[1], H, H)
+        self.readout = nn.Linear(H + H, E)
+
+    def start(self, memory):
+        state = super().start(memory)
+        state["feed"] = state["h"].new_zeros(state["h"].shape[0], self.emb_dim)
+        return state
+
+    def advance(self, e, state, memory):
+        new = self.cell(torch.cat([e, state["feed"]], -1), state)
+        ctx, attn = self.attention(
+            new["h"], memory["keys"], memory["values"], memory["mask"]
+        )
+        feat = torch.tanh(self.readout(torch.cat([ctx, new["h"]], -1)))
+        return feat, {**new, "feed": feat}, ctx, attn
+
+
+DECODERS: dict[str, type[Recurrent]] = {
+    "none": Plain,
+    "target-lm": Plain,
+    "context": Context,
+    "bahdanau": Bahdanau,
+    "luong-general": Luong,
+    "luong-dot": Luong,
+}
