@@ -132,6 +132,33 @@ def epoch_stats(result: Result, *, examples: int, score: str, unit: str) -> dict
     }
 
 
+def fit_per_epoch(
+    model: torch.nn.Module,
+    task: Task,
+    cfg,
+    *,
+    examples: int,
+    score: str,
+    unit: str,
+    **fit_args: Any,
+) -> Result:
+    """``fit`` on a per-epoch plan (the tagger and NLI trainers), with
+    ``epoch_stats`` over ``examples`` training examples per epoch as the extra
+    statistics; ``fit_args`` go to ``fit``."""
+    plan = per_epoch_plan(cfg, steps_per_epoch=len(task.epoch_batches(0)))
+    result = fit(model, task, plan, **fit_args)
+    result.extra = epoch_stats(result, examples=examples, score=score, unit=unit)
+    return result
+
+
+def loss_stats(result: Result) -> dict:
+    """The best validation loss (nats per target) and its perplexity."""
+    return {
+        "best_valid_loss": result.best_score,
+        "best_valid_perplexity": math.exp(result.best_score),
+    }
+
+
 def curve_columns(*fields: str) -> list[str]:
     """The columns of a history row whose task adds ``fields`` (curve.csv)."""
     return ["step", "epoch", "lr", "train_loss", *fields, "train_seconds"]

@@ -28,7 +28,7 @@ from firth.checkpoint import Checkpoint
 from firth.distributed import SINGLE, Group
 from firth.lm.data import batchify, eval_layout
 from firth.lm.models import LanguageModel
-from firth.training import Result, Task, fit, scheduled_plan
+from firth.training import Result, Task, fit, loss_stats, scheduled_plan
 
 log = logging.getLogger(__name__)
 
@@ -164,8 +164,7 @@ def train(
         stop_after=stop_after,
     )
     result.extra = {
-        "best_valid_loss": result.best_score,
-        "best_valid_perplexity": math.exp(result.best_score),
+        **loss_stats(result),
         "train_tokens_per_second": round(
             result.steps * cfg.batch * cfg.bptt / max(result.seconds, 1e-9)
         ),

@@ -18,7 +18,7 @@ from firth.accel import Accel
 from firth.checkpoint import Checkpoint
 from firth.nli.data import Encoded, batch
 from firth.sources.nli import LABELS
-from firth.training import Result, Task, epoch_stats, fit, per_epoch_plan
+from firth.training import Result, Task, fit_per_epoch
 
 log = logging.getLogger(__name__)
 
@@ -132,18 +132,16 @@ def train(
     on ``accel``'s device and precision (validation in fp32). ``stop_after`` (tests)
     stops after that many epochs, as a kill would."""
     task = NliTask(model, train_data, valid_data, cfg, seed=seed, accel=accel)
-    plan = per_epoch_plan(cfg, steps_per_epoch=len(task.epoch_batches(0)))
-    result = fit(
+    return fit_per_epoch(
         model,
         task,
-        plan,
+        cfg,
+        examples=len(train_data.label),
+        score="accuracy",
+        unit="examples",
         seed=seed,
         accel=accel,
         checkpoint=checkpoint,
         stop_after=stop_after,
         desc=desc,
     )
-    result.extra = epoch_stats(
-        result, examples=len(train_data.label), score="accuracy", unit="examples"
-    )
-    return result

@@ -33,7 +33,7 @@ from firth.checkpoint import Checkpoint
 from firth.distributed import SINGLE, Group
 from firth.nmt.data import PAD, decode, make_batch, token_batches
 from firth.nmt.decode import decode_corpus
-from firth.training import Result, Task, fit, scheduled_plan
+from firth.training import Result, Task, fit, loss_stats, scheduled_plan
 
 log = logging.getLogger(__name__)
 
@@ -267,8 +267,7 @@ def train(
     result.extra = {
         "valid_bleu_sentences": n_bleu,
         "valid_bleu_copy_source": copy_bleu,
-        "best_valid_loss": result.best_score,
-        "best_valid_perplexity": math.exp(result.best_score),
+        **loss_stats(result),
         "train_target_tokens": round(result.trained),
         "train_target_tokens_per_second": round(
             result.trained / max(result.seconds, 1e-9)

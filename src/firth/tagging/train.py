@@ -20,7 +20,7 @@ from firth.accel import Accel
 from firth.checkpoint import Checkpoint
 from firth.tagging.data import UNK, Encoded, Vocab, length_batches, make_batch
 from firth.tagging.evaluate import headline, scores
-from firth.training import Result, Task, epoch_stats, fit, per_epoch_plan
+from firth.training import Result, Task, fit_per_epoch
 
 log = logging.getLogger(__name__)
 
@@ -128,18 +128,16 @@ def train(
         singletons=singletons,
         bio=bio,
     )
-    plan = per_epoch_plan(cfg, steps_per_epoch=len(task.epoch_batches(0)))
-    result = fit(
+    return fit_per_epoch(
         model,
         task,
-        plan,
+        cfg,
+        examples=len(train_data.words),
+        score="score",
+        unit="sentences",
         seed=seed,
         accel=accel,
         checkpoint=checkpoint,
         stop_after=stop_after,
         desc=desc,
     )
-    result.extra = epoch_stats(
-        result, examples=len(train_data.words), score="score", unit="sentences"
-    )
-    return result

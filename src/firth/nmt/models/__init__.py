@@ -48,7 +48,8 @@ Two switches extend the recurrent attention models (See et al. 2017, Tu et al.
 
 from __future__ import annotations
 
-from firth.nmt.models.base import TINY, Seq2Seq, mixture, repeat, select
+from firth.nmt.models.base import TINY, Seq2Seq, repeat, select
+from firth.nmt.models.pointer import mixture
 from firth.nmt.models.recurrent import DECODERS, Recurrent
 from firth.nmt.models.transformer import Transformer
 

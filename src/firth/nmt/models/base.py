@@ -1,6 +1,6 @@
 """What every encoder-decoder shares: the tied embedding and output layer,
-teacher forcing over the step interface, beam reordering of memory and state
-dicts, and the pointer-generator's mixture."""
+teacher forcing over the step interface, and beam reordering of memory and state
+dicts."""
 
 from __future__ import annotations
 
@@ -53,13 +53,3 @@ class Seq2Seq(nn.Module):
             attns.append(a)
         attn = torch.stack(attns, 1) if attns and attns[0] is not None else None
         return self.logits(torch.stack(feats, 1)), attn
-
-
-def mixture(p_vocab, p_gen, attention, src_ids, width: int) -> torch.Tensor:
-    """The pointer-generator distribution over ``width`` >= V ids:
-    p_gen * P_vocab (on the first V ids) + (1 - p_gen) * the attention mass of each
-    source position added onto that position's id. p_vocab (B, V), p_gen (B, 1),
-    attention and src_ids (B, S)."""
-    out = p_vocab.new_zeros(p_vocab.shape[0], width)
-    out[:, : p_vocab.shape[1]] = p_gen * p_vocab
-    return out.scatter_add(1, src_ids, (1 - p_gen) * attention)

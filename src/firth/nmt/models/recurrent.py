@@ -1,59 +1,21 @@
 """The recurrent encoder-decoders: a bidirectional GRU or LSTM encoder, a
 one-cell decoder, and one class per decoder (the family's step): the
 bottleneck and the target-side LM (``Plain``), Cho's context vector
-(``Context``), Bahdanau's additive attention (``Bahdanau``, with the pointer and
-coverage switches) and Luong's multiplicative attention with input feeding
-(``Luong``). See firth.nmt.models for the equations."""
+(``Context``), Bahdanau's additive attention (``Bahdanau``, with the coverage
+switch) and Luong's multiplicative attention with input feeding (``Luong``); the
+attention models can be pointer-generators (firth.nmt.models.pointer). See
+firth.nmt.models for the equations."""
 
 from __future__ import annotations
-
-import math
 
 import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from firth.nmt.data import UNK
-from firth.nmt.models.base import TINY, Seq2Seq, mixture
-
-
-class Attention(nn.Module):
-    """Additive (Bahdanau) or multiplicative (Luong general / dot) attention with a
-    source mask: padding gets weight exactly 0."""
-
-    def __init__(self, scoring: str, query_dim: int, key_dim: int, coverage=False):
-        super().__init__()
-        self.scoring = scoring
-        if coverage and scoring != "additive":
-            raise ValueError("coverage enters the additive (Bahdanau) scorer only")
-        if scoring == "additive":
-            self.w_query = nn.Linear(query_dim, key_dim, bias=False)
-            self.w_key = nn.Linear(key_dim, key_dim)
-            self.v = nn.Linear(key_dim, 1, bias=False)
-            if coverage:
-                self.w_cov = nn.Linear(1, key_dim, bias=False)
-        elif scoring == "general":
-            self.w_key = nn.Linear(key_dim, query_dim, bias=False)
-        elif scoring == "dot":
-            if query_dim != key_dim:
-                raise ValueError("dot attention needs query and key of one size")
-        else:
-            raise ValueError(f"unknown attention {scoring!r}")
-
-    def keys(self, values: torch.Tensor) -> torch.Tensor:
-        """The part of the score that depends only on the source (computed once)."""
-        return values if self.scoring == "dot" else self.w_key(values)
-
-    def forward(self, query, keys, values, mask, coverage=None):
-        if self.scoring == "additive":
-            pre = self.w_query(query)[:, None] + keys
-            if coverage is not None:
-                pre = pre + self.w_cov(coverage[..., None])
-            scores = self.v(torch.tanh(pre)).squeeze(-1)
-        else:
-            scores = torch.bmm(keys, query[:, :, None]).squeeze(-1)
-        weights = torch.softmax(scores.masked_fill(~mask, -math.inf), dim=-1)
-        return torch.bmm(weights[:, None], values).squeeze(1), weights
+from firth.nmt.models.attention import Attention
+from firth.nmt.models.base import Seq2Seq
+from firth.nmt.models.pointer import PointerGenerator
 
 
 class Encoder(nn.Module):
@@ -101,7 +63,7 @@ class Cell(nn.Module):
         return {"h": h, "c": c}
 
 
-class Recurrent(Seq2Seq):
+class Recurrent(PointerGenerator, Seq2Seq):
     """What every recurrent family shares: the encoder (none for the target-side
     LM), the bridge to the decoder's first state, the decoder cell, the pointer
     switch; a subclass adds its attention and readout (``layers``) and its step
@@ -183,35 +145,6 @@ class Recurrent(Seq2Seq):
         if self.pointer:
             feat = self._mix(feat, ctx, state["h"], e, attn, memory["src"])
         return feat, state, attn
-
-    def _mix(self, feat, ctx, s, e, attn, src):
-        """log P of the pointer-generator over V + the batch's extended ids."""
-        p_vocab = torch.softmax(super().logits(feat), dim=-1)
-        p_gen = torch.sigmoid(self.switch(torch.cat([ctx, s, e], -1)))
-        width = max(self.vocab, int(src.max()) + 1)
-        p = mixture(p_vocab, p_gen, attn, src, width)
-        if self.recorded is not None:
-            self.recorded.append((p_gen[:, 0], p_gen * p_vocab, p))
-        return p.clamp_min(TINY).log()
-
-    @torch.no_grad()
-    def copy_parts(self, src, mask, tgt_in, tgt_out):
-        """Teacher-forced over given outputs: p_gen (B, T) and the share of each
-        output token's probability that came from copying, (B, T)."""
-        self.recorded = []
-        try:
-            self(src, mask, tgt_in)
-            p_gen = torch.stack([r[0] for r in self.recorded], 1)
-            share = []
-            for t, (_, gen, p) in enumerate(self.recorded):
-                y = tgt_out[:, t : t + 1]
-                total = p.gather(1, y)[:, 0]
-                generated = gen.gather(1, y.clamp_max(gen.shape[1] - 1))[:, 0]
-                generated = torch.where(y[:, 0] < gen.shape[1], generated, 0.0)
-                share.append(1 - generated / total.clamp_min(TINY))
-            return p_gen, torch.stack(share, 1)
-        finally:
-            self.recorded = None
 
 
 class Plain(Recurrent):

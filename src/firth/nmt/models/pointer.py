@@ -1,0 +1,57 @@
+"""The pointer-generator (See et al. 2017): a soft switch p_gen mixes generating
+from the vocabulary with copying a source position by its attention weight, over
+the vocabulary plus the batch's own out-of-vocabulary source ids. A mixin of the
+recurrent attention models (firth.nmt.models.recurrent), which build ``switch``."""
+
+from __future__ import annotations
+
+import torch
+
+from firth.nmt.models.base import TINY
+
+
+def mixture(p_vocab, p_gen, attention, src_ids, width: int) -> torch.Tensor:
+    """The pointer-generator distribution over ``width`` >= V ids:
+    p_gen * P_vocab (on the first V ids) + (1 - p_gen) * the attention mass of each
+    source position added onto that position's id. p_vocab (B, V), p_gen (B, 1),
+    attention and src_ids (B, S)."""
+    out = p_vocab.new_zeros(p_vocab.shape[0], width)
+    out[:, : p_vocab.shape[1]] = p_gen * p_vocab
+    return out.scatter_add(1, src_ids, (1 - p_gen) * attention)
+
+
+class PointerGenerator:
+    """The pointer-generator's output distribution and its inspection; the model
+    provides ``switch`` (p_gen from [c_i; s_i; E y_{i-1}]), ``vocab`` and the
+    vocabulary logits (the next class in the MRO)."""
+
+    recorded: list | None = None  # pointer parts per step, when recording
+
+    def _mix(self, feat, ctx, s, e, attn, src):
+        """log P of the pointer-generator over V + the batch's extended ids."""
+        p_vocab = torch.softmax(super().logits(feat), dim=-1)
+        p_gen = torch.sigmoid(self.switch(torch.cat([ctx, s, e], -1)))
+        width = max(self.vocab, int(src.max()) + 1)
+        p = mixture(p_vocab, p_gen, attn, src, width)
+        if self.recorded is not None:
+            self.recorded.append((p_gen[:, 0], p_gen * p_vocab, p))
+        return p.clamp_min(TINY).log()
+
+    @torch.no_grad()
+    def copy_parts(self, src, mask, tgt_in, tgt_out):
+        """Teacher-forced over given outputs: p_gen (B, T) and the share of each
+        output token's probability that came from copying, (B, T)."""
+        self.recorded = []
+        try:
+            self(src, mask, tgt_in)
+            p_gen = torch.stack([r[0] for r in self.recorded], 1)
+            share = []
+            for t, (_, gen, p) in enumerate(self.recorded):
+                y = tgt_out[:, t : t + 1]
+                total = p.gather(1, y)[:, 0]
+                generated = gen.gather(1, y.clamp_max(gen.shape[1] - 1))[:, 0]
+                generated = torch.where(y[:, 0] < gen.shape[1], generated, 0.0)
+                share.append(1 - generated / total.clamp_min(TINY))
+            return p_gen, torch.stack(share, 1)
+        finally:
+            self.recorded = None
