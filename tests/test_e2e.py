@@ -154,7 +154,7 @@ def test_prefect_flow_runs_every_stage_in_order(repo):
     params = yaml.safe_load((path / "params.yaml").read_text())
     params["evaluate_nmt"]["examples"] = 1  # tiny profile: 2
     (path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    with prefect_test_harness():
+    with prefect_test_harness(server_startup_timeout=120):  # a busy machine is slow
         results = flow_module.pipeline(str(path))
     assert set(results) == set(order)
     # DVC decides: only the stages that read evaluate_nmt rerun, then the report
