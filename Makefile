@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 STAMP := $(VENV)/.installed
 
-.PHONY: run run-full test setup lint flow browser bench bench-embeddings bench-lm bench-nmt bench-tagger bench-audit clean-venv
+.PHONY: run run-full test setup lint flow browser bench bench-embeddings bench-lm bench-nmt bench-tagger bench-audit bench-dag clean-venv
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -33,8 +33,12 @@ run-full: $(STAMP)
 	@echo
 	@echo "Report: $(CURDIR)/profiles/full/reports/index.html"
 
+# The DAG as a Prefect flow: JOBS stages at once, each started once the stages it
+# reads from are done (threads per stage: the params' `threads` keys, out of every
+# core). `make flow JOBS=2`; GPUS=0,1,2,3 gives each training stage its own GPU.
+JOBS ?= 1
 flow: $(STAMP)
-	$(BIN)/python flows/pipeline.py
+	$(BIN)/python flows/pipeline.py --jobs $(JOBS) $(if $(GPUS),--gpus $(GPUS))
 
 # Debian's chromium + chromedriver for the report-page browser test (skipped, with a
 # note, where they cannot be installed)

@@ -160,3 +160,37 @@ def test_load_reads_dvcs_own_graph_of_the_real_pipeline():
     assert list(sub.stages)[-1] == "evaluate-lm@kn5"
     with pytest.raises(KeyError, match="no-such-stage: no such stage"):
         dag.load(ROOT, ["no-such-stage"])
+
+
+def test_the_benchmarks_one_thread_params_change_only_the_threads_keys(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "bench_dag", ROOT / "benchmarks" / "dag.py"
+    )
+    bench = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    spec.loader.exec_module(bench)
+    params = tmp_path / "params.yaml"
+    params.write_text((ROOT / "params.yaml").read_text())
+    bench.one_thread(params)
+    before = yaml.safe_load((ROOT / "params.yaml").read_text())
+    after = yaml.safe_load(params.read_text())
+
+    def threads(tree, path=()):
+        if isinstance(tree, dict):
+            for k, v in tree.items():
+                yield from threads(v, (*path, k))
+        elif path and path[-1] == "threads":
+            yield path, tree
+
+    assert [p for p, _ in threads(before)] == [p for p, _ in threads(after)]
+    assert len(list(threads(after))) >= 5 and {v for _, v in threads(after)} == {1}
+
+    def without(tree):
+        if isinstance(tree, dict):
+            return {k: without(v) for k, v in tree.items() if k != "threads"}
+        return tree
+
+    assert without(before) == without(after)
+    assert "# torch threads; 0 = all cores" in params.read_text()
