@@ -27,9 +27,11 @@ run: $(STAMP)
 # The canon budgets: the same DAG in the nested DVC project profiles/full (its own
 # params.yaml, dvc.lock and reports/; about 4.5 hours on 2 cores). Interrupted, it
 # resumes where it stopped: finished stages are cached, a killed training stage
-# restarts from its last checkpoint.
+# restarts from its last checkpoint. Each stage's wall time is kept in
+# benchmarks/results/full_stage_seconds.json (benchmarks/stage_seconds.py).
 run-full: $(STAMP)
-	cd profiles/full && $(CURDIR)/$(BIN)/dvc repro
+	cd profiles/full && $(CURDIR)/$(BIN)/python ../../benchmarks/stage_seconds.py \
+	  ../../benchmarks/results/full_stage_seconds.json -- $(CURDIR)/$(BIN)/dvc repro
 	@echo
 	@echo "Report: $(CURDIR)/profiles/full/reports/index.html"
 
@@ -81,6 +83,12 @@ bench-tagger: $(STAMP)
 
 # The contamination audit's streamed scan: words/s and peak memory (~1.5 min on 2
 # cores); needs `make run-full` first (the text corpus and the WNUT-16 test split).
+# The DAG in parallel: `--jobs 2` against serial runs in fresh clones (~80 min on 2
+# cores), then the simulated makespans on 1-16 workers (benchmarks/dag.py).
+bench-dag: $(STAMP)
+	$(BIN)/python benchmarks/dag.py measure
+	$(BIN)/python benchmarks/dag.py simulate
+
 bench-audit: $(STAMP)
 	FIRTH_PROJECT=$(CURDIR)/profiles/full $(BIN)/python benchmarks/audit.py
 

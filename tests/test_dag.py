@@ -4,6 +4,7 @@ schedules checked against closed forms, Graham's bound and brute force."""
 from __future__ import annotations
 
 import itertools
+import json
 import random
 import re
 import subprocess
@@ -194,3 +195,21 @@ def test_the_benchmarks_one_thread_params_change_only_the_threads_keys(tmp_path)
 
     assert without(before) == without(after)
     assert "# torch threads; 0 = all cores" in params.read_text()
+
+
+def test_stage_seconds_adds_an_interrupted_stage_to_its_resumed_run(tmp_path):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import stage_seconds as ss
+
+    out = tmp_path / "t.json"
+    events = [(10.0, "Running stage 'a':"), (13.5, "Running stage 'b':")]
+    # killed 4 s into b: a took 3.5 s, b has 4 s to its name so far
+    ss.merge(out, ss.spans(events, end=17.5), "c1")
+    stages = json.loads(out.read_text())["stages"]
+    assert stages["a"]["seconds"] == 3.5 and stages["b"] == {"partial_seconds": 4.0}
+    # resumed: b runs 6 s more from its checkpoint and ends well
+    ss.merge(out, ss.spans([(0.0, "Running stage 'b':"), (6.0, "")], end=9.0), "c2")
+    stages = json.loads(out.read_text())["stages"]
+    assert stages["b"]["seconds"] == 10.0 and "partial_seconds" not in stages["b"]
+    assert stages["a"]["seconds"] == 3.5 and stages["b"]["commit"] == "c2"
+    assert ss.spans([], end=1.0) == []
