@@ -1,6 +1,9 @@
 import json
 from collections import Counter
 
+import pytest
+
+from firth.errors import DataError
 from firth.prepare.normalize import normalize, tokenize
 from firth.prepare.parallel import prepare_parallel
 from firth.prepare.tagged import prepare_tagged, repair_bio
@@ -184,3 +187,47 @@ def test_parallel_keeps_official_splits(tmp_path):
     assert {f"train-{i}" for i in range(30)} <= ids["train"]
     assert sum(len(v) for v in ids.values()) == 44  # the two others hashed somewhere
     assert stats["splits"]["test"]["pairs"] >= 7
+
+
+@pytest.mark.parametrize("stray", ["0", "PER", "B_PER"])
+def test_one_stray_tag_in_a_bio_corpus_is_an_error_naming_file_line_and_tag(
+    tmp_path, stray
+):
+    """Before, one such tag turned the whole corpus into plain tags: no BIO repair,
+    token accuracy instead of entity F1, and no word of it."""
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    lines = [f"w{i}\tB-LOC\nx\tI-LOC\ny\tO\n\n" for i in range(30)]
+    lines[7] = f"w7\tB-LOC\nx\t{stray}\ny\tO\n\n"
+    (raw / "all.conll").write_text("".join(lines))
+    with pytest.raises(DataError) as err:
+        prepare_tagged(
+            raw,
+            tmp_path / "out",
+            seed=1,
+            valid_fraction=0.1,
+            test_fraction=0.1,
+            repair=True,
+        )
+    message = str(err.value)
+    assert message.startswith(f"{raw / 'all.conll'}:30: tag {stray!r} is not BIO")
+    assert "89 of 90 tags are" in message
+    assert not (tmp_path / "out").exists()
+
+
+def test_plain_tags_and_clean_bio_are_still_read_as_they_are(tmp_path):
+    for tags, scheme in ((["NN", "VB", "O"], "tags"), (["B-X", "I-X", "O"], "BIO")):
+        raw = tmp_path / scheme
+        raw.mkdir()
+        body = "".join(f"a\t{tags[0]}\nb\t{tags[1]}\nc\t{tags[2]}\n\n" * 20)
+        (raw / "all.conll").write_text(body)
+        (tmp_path / f"{scheme}-out").mkdir()
+        stats = prepare_tagged(
+            raw,
+            tmp_path / f"{scheme}-out",
+            seed=1,
+            valid_fraction=0.1,
+            test_fraction=0.1,
+            repair=True,
+        )
+        assert stats["scheme"] == scheme
