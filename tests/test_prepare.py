@@ -8,6 +8,7 @@ from firth.prepare.normalize import normalize, tokenize
 from firth.prepare.parallel import prepare_parallel
 from firth.prepare.tagged import prepare_tagged, repair_bio
 from firth.prepare.text import prepare_text
+from firth.sources.checks import check_mostly_bio
 from firth.sources.formats import read_conll
 from firth.subsample import choose
 
@@ -195,39 +196,18 @@ def test_one_stray_tag_in_a_bio_corpus_is_an_error_naming_file_line_and_tag(
 ):
     """Before, one such tag turned the whole corpus into plain tags: no BIO repair,
     token accuracy instead of entity F1, and no word of it."""
-    raw = tmp_path / "raw"
-    raw.mkdir()
     lines = [f"w{i}\tB-LOC\nx\tI-LOC\ny\tO\n\n" for i in range(30)]
     lines[7] = f"w7\tB-LOC\nx\t{stray}\ny\tO\n\n"
-    (raw / "all.conll").write_text("".join(lines))
+    (tmp_path / "all.conll").write_text("".join(lines))
     with pytest.raises(DataError) as err:
-        prepare_tagged(
-            raw,
-            tmp_path / "out",
-            seed=1,
-            valid_fraction=0.1,
-            test_fraction=0.1,
-            repair=True,
-        )
+        check_mostly_bio([tmp_path / "all.conll"])
     message = str(err.value)
-    assert message.startswith(f"{raw / 'all.conll'}:30: tag {stray!r} is not BIO")
+    assert message.startswith(f"{tmp_path / 'all.conll'}:30: tag {stray!r} is not BIO")
     assert "89 of 90 tags are" in message
-    assert not (tmp_path / "out").exists()
 
 
-def test_plain_tags_and_clean_bio_are_still_read_as_they_are(tmp_path):
-    for tags, scheme in ((["NN", "VB", "O"], "tags"), (["B-X", "I-X", "O"], "BIO")):
-        raw = tmp_path / scheme
-        raw.mkdir()
+def test_plain_tags_and_clean_bio_pass_the_bio_check(tmp_path):
+    for tags in (["NN", "VB", "O"], ["B-X", "I-X", "O"], ["B-X", "NN", "VB"]):
         body = "".join(f"a\t{tags[0]}\nb\t{tags[1]}\nc\t{tags[2]}\n\n" * 20)
-        (raw / "all.conll").write_text(body)
-        (tmp_path / f"{scheme}-out").mkdir()
-        stats = prepare_tagged(
-            raw,
-            tmp_path / f"{scheme}-out",
-            seed=1,
-            valid_fraction=0.1,
-            test_fraction=0.1,
-            repair=True,
-        )
-        assert stats["scheme"] == scheme
+        (tmp_path / "all.conll").write_text(body)
+        check_mostly_bio([tmp_path / "all.conll"])  # (the last: mostly not BIO)

@@ -1,9 +1,10 @@
 import json
 
 import pytest
+from conftest import ROOT
 
 from firth.errors import ConfigError, DataError
-from firth.io import atomic_path
+from firth.io import atomic_path, sha256_file
 from firth.sources import bible, formats, wikipedia
 from firth.sources.fetch import fetch, resolve
 
@@ -237,3 +238,68 @@ def test_a_package_source_checks_the_archive_its_last_fetch_recorded():
     assert previous_sha256(record) == "ab" * 32
     assert previous_sha256({"download": {"sha256": "cd" * 32}}) == "cd" * 32
     assert previous_sha256({}) == ""
+
+
+def test_a_local_file_that_is_not_utf8_names_its_line(tmp_path):
+    """Before: a UnicodeDecodeError traceback from whichever reader met it."""
+    text = tmp_path / "c.txt"
+    text.write_bytes("first line\nna\xefve\n".encode() + b"caf\xe9 au lait\n")
+    with pytest.raises(DataError) as err:
+        fetch("c", f"local:{text}", tmp_path / "out", cache_dir=tmp_path)
+    assert str(err.value).startswith(f"{text}:3: not UTF-8 (byte 0xe9 at column 4)")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_pairs_file_mixing_two_and_three_columns_is_refused(tmp_path):
+    """Before: line 1 read as (source, target) and line 2 as (id, source, target),
+    silently."""
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text("thou art\tyou are\n7\tthee\tyou\n")
+    spec = {"kind": "local", "format": "parallel", "path": str(tsv)}
+    with pytest.raises(DataError, match=rf"{tsv}:2: 3 tab-separated columns, but"):
+        fetch("p", spec, tmp_path / "out", cache_dir=tmp_path)
+    tsv.write_text("1\tthou art\tyou are\n2\tthee\tyou\n")
+    assert fetch("p", spec, tmp_path / "out", cache_dir=tmp_path)["counts"]
+
+
+def test_prepare_refuses_raw_data_changed_after_its_fetch(tmp_path, capsys):
+    """`dvc repro -s prepare-tagged@x` after the raw data was edited or corrupted:
+    before, the prepare stage read it silently."""
+    import yaml
+
+    from stages import prepare_tagged as stage
+
+    root = tmp_path
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    for split in ("train", "valid", "test"):
+        (folder / f"{split}.conll").write_text("Hi\tO\nthere\tB-X\n\n" * 3)
+    spec = {"kind": "local", "format": "tagged", "path": str(folder)}
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    params["sources"]["tagged"] = {"mine": spec}
+    (root / "params.yaml").write_text(yaml.safe_dump(params))
+    raw = root / "data" / "raw" / "tagged" / "mine"
+    record = fetch("mine", spec, raw, cache_dir=tmp_path / "cache")
+    assert set(record["files"]) == {"train.conll", "valid.conll", "test.conll"}
+    stage.main(["--root", str(root), "mine"])  # untouched: prepared
+    capsys.readouterr()
+    (raw / "valid.conll").write_text("Hi\tO\nthere\tB_X\n\n" + "a\tB-X\n\n" * 5)
+    record["files"]["valid.conll"] = sha256_file(raw / "valid.conll")
+    (raw / "SOURCE.json").write_text(json.dumps(record))  # (as if fetched so)
+    with pytest.raises(SystemExit):  # and a stray tag stops the prepare stage
+        stage.main(["--root", str(root), "mine"])
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {raw / 'valid.conll'}:2: tag 'B_X' is not BIO")
+    assert (root / "data" / "prepared" / "tagged" / "mine" / "test.conll").exists()
+    capsys.readouterr()
+    (raw / "test.conll").write_text("Hi\tO\n\n")
+    with pytest.raises(SystemExit):
+        stage.main(["--root", str(root), "mine"])
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {raw / 'test.conll'}: has sha256 ")
+    assert "its fetch recorded" in err and "fetch it again" in err
+    (raw / "extra.conll").write_text("")
+    (raw / "test.conll").unlink()
+    with pytest.raises(SystemExit):
+        stage.main(["--root", str(root), "mine"])
+    assert "extra.conll: was not written by the fetch" in capsys.readouterr().err
