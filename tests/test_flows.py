@@ -270,8 +270,8 @@ def test_pools_fan_out_runs_ready_stages_at_once_on_two_workers_per_pool(
     spec = {
         "stages": {
             "prepare": stage("prepare"),
-            "train-a": stage("train-a", ["prepare"], seconds=6),
-            "train-b": stage("train-b", ["prepare"], seconds=6),
+            "train-a": stage("train-a", ["prepare"], seconds=12),
+            "train-b": stage("train-b", ["prepare"], seconds=12),
             "evaluate": stage("evaluate", ["train-a", "train-b"]),
         }
     }
@@ -305,6 +305,7 @@ def test_pools_fan_out_runs_ready_stages_at_once_on_two_workers_per_pool(
                 git(["clone", "-q", str(origin), str(node)], tmp_path, env)
                 worker_env = env | {
                     "PREFECT_API_URL": PREFECT_API_URL.value(),
+                    "PREFECT_WORKER_QUERY_SECONDS": "1",  # (default 10: slow to start)
                     "FIRTH_NODE_REPO": str(node),
                     "FIRTH_EVENTS": str(events),
                 }
