@@ -303,3 +303,27 @@ def test_prepare_refuses_raw_data_changed_after_its_fetch(tmp_path, capsys):
     with pytest.raises(SystemExit):
         stage.main(["--root", str(root), "mine"])
     assert "extra.conll: was not written by the fetch" in capsys.readouterr().err
+
+
+def test_a_fresh_machine_refetches_byte_identical_raw_data(tmp_path):
+    """Before, a fetch on a machine without data/raw wrote a new retrieval time,
+    so the raw folder's hash (and everything reading it directly) changed with
+    every fresh clone. Now the committed record keeps the first retrieval time."""
+    text = tmp_path / "c.txt"
+    text.write_text("first document\n\nsecond one\n")
+    first = tmp_path / "machine-1" / "raw"
+    record = fetch("c", f"local:{text}", first, cache_dir=tmp_path / "cache")
+    committed = tmp_path / "committed.json"
+    committed.write_text(json.dumps(record))
+    record["retrieved"] = "2000-01-01T00:00:00+00:00"  # as if fetched long ago
+    committed.write_text(json.dumps(record))
+    second = tmp_path / "machine-2" / "raw"
+    again = fetch(
+        "c", f"local:{text}", second, cache_dir=tmp_path / "c2", previous=committed
+    )
+    assert again["retrieved"] == "2000-01-01T00:00:00+00:00"
+    text.write_text("first document\n\nchanged\n")  # other bytes: a new time
+    third = fetch(
+        "c", f"local:{text}", tmp_path / "m3", cache_dir=tmp_path, previous=committed
+    )
+    assert third["retrieved"] != "2000-01-01T00:00:00+00:00"

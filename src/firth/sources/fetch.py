@@ -78,8 +78,12 @@ def resolve(name: str, value: Any) -> Source:
 
 def _previous_record(out_dir: Path) -> dict:
     """The SOURCE.json a previous fetch left in ``out_dir`` ({} if none)."""
+    return _previous_record_file(out_dir / "SOURCE.json")
+
+
+def _previous_record_file(path: Path) -> dict:
     try:
-        record = json.loads((out_dir / "SOURCE.json").read_text(encoding="utf-8"))
+        record = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
         return {}
     return record if isinstance(record, dict) else {}
@@ -95,10 +99,24 @@ def previous_sha256(record: dict) -> str:
     return sha if isinstance(sha, str) else ""
 
 
-def fetch(name: str, value: Any, out_dir: Path, *, cache_dir: Path) -> dict:
-    """Fetch one source into ``out_dir`` atomically; return the SOURCE.json record."""
+def fetch(
+    name: str,
+    value: Any,
+    out_dir: Path,
+    *,
+    cache_dir: Path,
+    previous: Path | None = None,
+) -> dict:
+    """Fetch one source into ``out_dir`` atomically; return the SOURCE.json record.
+
+    The previous record is ``out_dir``'s SOURCE.json or, on a machine that has not
+    fetched it yet, ``previous`` (the committed copy, reports/sources/...): a
+    download is checked against the checksum it recorded, and the same bytes again
+    keep its retrieval time, so a fresh clone refetches byte-identical raw data."""
     spec = resolve(name, value)
     before = _previous_record(out_dir)
+    if not before and previous is not None and previous.is_file():
+        before = _previous_record_file(previous)
     recorded = previous_sha256(before)
     with atomic_path(out_dir) as tmp:
         tmp.mkdir()
