@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 STAMP := $(VENV)/.installed
 
-.PHONY: run run-full test setup lint flow browser bench bench-embeddings bench-lm bench-nmt bench-tagger bench-audit clean-venv
+.PHONY: run run-full test setup lint flow browser bench bench-embeddings bench-lm bench-nmt bench-tagger bench-audit bench-dag clean-venv
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -27,14 +27,20 @@ run: $(STAMP)
 # The canon budgets: the same DAG in the nested DVC project profiles/full (its own
 # params.yaml, dvc.lock and reports/; about 4.5 hours on 2 cores). Interrupted, it
 # resumes where it stopped: finished stages are cached, a killed training stage
-# restarts from its last checkpoint.
+# restarts from its last checkpoint. Each stage's wall time is kept in
+# benchmarks/results/full_stage_seconds.json (benchmarks/stage_seconds.py).
 run-full: $(STAMP)
-	cd profiles/full && $(CURDIR)/$(BIN)/dvc repro
+	cd profiles/full && $(CURDIR)/$(BIN)/python ../../benchmarks/stage_seconds.py \
+	  ../../benchmarks/results/full_stage_seconds.json -- $(CURDIR)/$(BIN)/dvc repro
 	@echo
 	@echo "Report: $(CURDIR)/profiles/full/reports/index.html"
 
+# The DAG as a Prefect flow: JOBS stages at once, each started once the stages it
+# reads from are done (threads per stage: the params' `threads` keys, out of every
+# core). `make flow JOBS=2`; GPUS=0,1,2,3 gives each training stage its own GPU.
+JOBS ?= 1
 flow: $(STAMP)
-	$(BIN)/python flows/pipeline.py
+	$(BIN)/python flows/pipeline.py --jobs $(JOBS) $(if $(GPUS),--gpus $(GPUS))
 
 # Debian's chromium + chromedriver for the report-page browser test (skipped, with a
 # note, where they cannot be installed)
@@ -77,6 +83,12 @@ bench-tagger: $(STAMP)
 
 # The contamination audit's streamed scan: words/s and peak memory (~1.5 min on 2
 # cores); needs `make run-full` first (the text corpus and the WNUT-16 test split).
+# The DAG in parallel: `--jobs 2` against serial runs in fresh clones (~80 min on 2
+# cores), then the simulated makespans on 1-16 workers (benchmarks/dag.py).
+bench-dag: $(STAMP)
+	$(BIN)/python benchmarks/dag.py measure
+	$(BIN)/python benchmarks/dag.py simulate
+
 bench-audit: $(STAMP)
 	FIRTH_PROJECT=$(CURDIR)/profiles/full $(BIN)/python benchmarks/audit.py
 

@@ -8,7 +8,7 @@ from firth.config import load_sections, load_sources
 from firth.errors import ConfigError
 from firth.io import atomic_path, write_json
 from firth.prepare.parallel import prepare_parallel
-from firth.sources.fetch import provenance_summary
+from firth.sources.fetch import checked_raw
 
 
 def body(args) -> None:
@@ -21,6 +21,7 @@ def body(args) -> None:
             f"in sources.parallel (have: {', '.join(sources) or 'none'})"
         )
     raw = args.root / "data" / "raw" / "parallel" / cfg.source
+    provenance = checked_raw(raw)  # before reading it
     with atomic_path(args.root / "data" / "prepared" / "parallel") as tmp:
         tmp.mkdir()
         stats = prepare_parallel(
@@ -33,7 +34,7 @@ def body(args) -> None:
             valid_residue=cfg.valid_residue,
         )
     stats["source"] = cfg.source
-    stats["provenance"] = provenance_summary(raw)
+    stats["provenance"] = provenance
     write_json(args.root / "reports" / "data" / "parallel.json", stats)
 
 

@@ -8,7 +8,8 @@ from firth.config import load_sections, load_sources
 from firth.errors import ConfigError
 from firth.io import atomic_path, write_json
 from firth.prepare.tagged import prepare_tagged
-from firth.sources.fetch import provenance_summary
+from firth.sources.checks import check_mostly_bio
+from firth.sources.fetch import checked_raw
 
 
 def body(args) -> None:
@@ -17,6 +18,8 @@ def body(args) -> None:
     if args.name not in load_sources("tagged", path):
         raise ConfigError(f"{path}: no source 'sources.tagged.{args.name}'")
     raw = args.root / "data" / "raw" / "tagged" / args.name
+    provenance = checked_raw(raw)  # before reading it
+    check_mostly_bio(sorted(raw.glob("*.conll")))
     with atomic_path(args.root / "data" / "prepared" / "tagged" / args.name) as tmp:
         tmp.mkdir()
         stats = prepare_tagged(
@@ -28,7 +31,7 @@ def body(args) -> None:
             repair=cfg.repair_bio,
             dedup=cfg.dedup,
         )
-    stats["provenance"] = provenance_summary(raw)
+    stats["provenance"] = provenance
     write_json(args.root / "reports" / "data" / f"tagged_{args.name}.json", stats)
 
 

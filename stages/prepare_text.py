@@ -6,7 +6,7 @@ from firth import stage_cli
 from firth.config import load_sections, load_sources
 from firth.io import atomic_path, write_json
 from firth.prepare.text import prepare_text
-from firth.sources.fetch import provenance_summary
+from firth.sources.fetch import checked_raw
 
 
 def body(args) -> None:
@@ -14,6 +14,7 @@ def body(args) -> None:
     cfg, seed = load_sections("prepare_text", path)
     names = list(load_sources("text", path))
     raw = {n: args.root / "data" / "raw" / "text" / n for n in names}
+    provenance = {n: checked_raw(raw[n]) for n in names}  # before reading
     with atomic_path(args.root / "data" / "prepared" / "text") as tmp:
         tmp.mkdir()
         stats = prepare_text(
@@ -25,7 +26,7 @@ def body(args) -> None:
             test_fraction=cfg.test_fraction,
             min_tokens=cfg.min_tokens,
         )
-    stats["provenance"] = {n: provenance_summary(raw[n]) for n in names}
+    stats["provenance"] = provenance
     write_json(args.root / "reports" / "data" / "text.json", stats)
 
 

@@ -3,6 +3,7 @@ tiny profile (a planted regression is blocked, a planted improvement promoted)."
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -30,7 +31,7 @@ def git(args, path, env=None):
 
 @pytest.fixture(scope="module")
 def harness():
-    with prefect_test_harness():
+    with prefect_test_harness(server_startup_timeout=120):  # a busy machine is slow
         yield
 
 
@@ -228,26 +229,123 @@ def test_flows_serve_dry_run_prints_the_cron_deployment():
     assert bad.exit_code == 2
 
 
-def test_pool_phases_respect_every_dependency_of_the_real_dag():
-    import pools
+NODE_STEP = """\
+import os, sys, time
+from pathlib import Path
+name, seconds, out = sys.argv[1], float(sys.argv[2]), Path(sys.argv[3])
+node = os.environ.get("FIRTH_NODE_REPO", "here")
+with open(os.environ["FIRTH_EVENTS"], "a") as f:
+    f.write(f"{name} start {time.time()} {node}\\n")
+time.sleep(seconds)
+inputs = "".join(Path(p).read_text() for p in sys.argv[4:])
+out.parent.mkdir(parents=True, exist_ok=True)
+out.write_text(f"{name}\\n{inputs}")
+with open(os.environ["FIRTH_EVENTS"], "a") as f:
+    f.write(f"{name} end {time.time()} {node}\\n")
+"""
 
-    order = pipeline_flow.stage_order(ROOT)
-    deps = pools.edges(ROOT)
-    data, train, rest = pools.phases(order, deps)
-    assert sorted(data + train + rest) == sorted(order)
-    assert train and all(pools.is_training(s) for s in train)
-    assert not any(pools.is_training(s) for s in data + rest)
-    assert {"prepare-text", "tokenizer-parallel"} <= set(data)
-    assert {"report", "evaluate-lm@kn5"} <= set(rest)
-    phase = {s: i for i, group in enumerate((data, train, rest)) for s in group}
-    position = {s: i for i, s in enumerate(data + train + rest)}
-    for up, down in deps:  # every input is made in an earlier phase, or earlier on
-        assert phase[up] <= phase[down] and position[up] < position[down], (up, down)
-    with pytest.raises(ValueError, match="needs a trained model"):
-        pools.phases(
-            ["train-a", "evaluate-a", "train-b"],
-            [("train-a", "evaluate-a"), ("evaluate-a", "train-b")],
-        )
+
+def test_pools_fan_out_runs_ready_stages_at_once_on_two_workers_per_pool(
+    tmp_path, harness, monkeypatch
+):
+    """End to end on this machine: the test's Prefect server, two process workers
+    per pool (one flow run at a time each, each in its own clone), a local DVC
+    remote. Both training stages run at once on the two GPU-pool workers; every
+    stage runs exactly once across the nodes (the others restore it from the run
+    cache); the orchestrator's final `dvc repro --pull` runs nothing."""
+    import pools
+    from prefect.settings import PREFECT_API_URL
+
+    origin, remote, events = tmp_path / "origin", tmp_path / "remote", tmp_path / "ev"
+    origin.mkdir()
+    env = make_tiny_repo(origin)
+    (origin / "step.py").write_text(NODE_STEP)
+
+    def stage(name, ins=(), seconds=0.5):
+        cmd = f"python step.py {name} {seconds} out/{name}.txt"
+        cmd += "".join(f" out/{i}.txt" for i in ins)
+        deps = ["step.py", *(f"out/{i}.txt" for i in ins)]
+        return {"cmd": cmd, "deps": deps, "outs": [f"out/{name}.txt"]}
+
+    spec = {
+        "stages": {
+            "prepare": stage("prepare"),
+            "train-a": stage("train-a", ["prepare"], seconds=12),
+            "train-b": stage("train-b", ["prepare"], seconds=12),
+            "evaluate": stage("evaluate", ["train-a", "train-b"]),
+        }
+    }
+    (origin / "dvc.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    subprocess.run(
+        ["dvc", "remote", "add", "-d", "shared", str(remote)],
+        cwd=origin,
+        env=env,
+        check=True,
+    )
+    git(["add", "-A"], origin, env)
+    git(["commit", "-qm", "toy pipeline"], origin, env)
+    for k in ("PATH", "PYTHONPATH"):
+        monkeypatch.setenv(k, env[k])
+    monkeypatch.setenv("FIRTH_EVENTS", str(events))
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import WorkPoolCreate
+
+    for pool in ("firth-cpu", "firth-gpu"):
+        with get_client(sync_client=True) as client:
+            client.create_work_pool(WorkPoolCreate(name=pool, type="process"))
+        pools.run_stages.from_source(
+            source=str(ROOT / "flows"), entrypoint="pools.py:run_stages"
+        ).deploy(name=pool, work_pool_name=pool, print_next_steps=False)
+    workers = []
+    try:
+        for pool in ("firth-cpu", "firth-gpu"):
+            for i in (1, 2):
+                node = tmp_path / f"{pool}-{i}"
+                git(["clone", "-q", str(origin), str(node)], tmp_path, env)
+                worker_env = env | {
+                    "PREFECT_API_URL": PREFECT_API_URL.value(),
+                    "PREFECT_WORKER_QUERY_SECONDS": "1",  # (default 10: slow to start)
+                    "FIRTH_NODE_REPO": str(node),
+                    "FIRTH_EVENTS": str(events),
+                }
+                log = (tmp_path / f"{pool}-{i}.log").open("w")
+                workers.append(
+                    subprocess.Popen(
+                        [sys.executable, "-m", "prefect", "worker", "start"]
+                        + ["--pool", pool, "--type", "process", "--limit", "1"]
+                        + ["--name", f"{pool}-{i}"],
+                        env=worker_env,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                    )
+                )
+        coordinator = tmp_path / "coordinator"
+        git(["clone", "-q", str(origin), str(coordinator)], tmp_path, env)
+        sent = pools.pipeline_on_pools(str(coordinator), jobs=8)
+    finally:
+        for w in workers:
+            w.terminate()
+        for w in workers:
+            w.wait(timeout=60)
+    assert sent == {s: True for s in spec["stages"]}
+    rows = [line.split() for line in events.read_text().splitlines()]
+    starts = [r for r in rows if r[1] == "start"]
+    # every stage ran once, on a node of its pool (none on the orchestrator)
+    assert sorted(r[0] for r in starts) == sorted(spec["stages"])
+    where = {r[0]: Path(r[3]).name for r in starts}
+    assert {where["train-a"], where["train-b"]} == {"firth-gpu-1", "firth-gpu-2"}
+    assert where["prepare"].startswith("firth-cpu")
+    t = {(r[0], r[1]): float(r[2]) for r in rows}
+    assert t["train-a", "start"] < t["train-b", "end"]  # the two trainings
+    assert t["train-b", "start"] < t["train-a", "end"]  # overlapped
+    assert t["evaluate", "start"] >= max(t["train-a", "end"], t["train-b", "end"])
+    # the orchestrator has every output, from the remote, and nothing is stale
+    assert (coordinator / "out" / "evaluate.txt").read_text().startswith("evaluate")
+    status = subprocess.run(
+        ["dvc", "status"], cwd=coordinator, env=env, capture_output=True, text=True
+    )
+    assert "Data and pipelines are up to date" in status.stdout
 
 
 STAGE = """\
@@ -351,3 +449,151 @@ def test_flows_serve_registers_the_cron_deployment_on_a_local_server(tmp_path):
     assert "Pausing all deployments" in out
     with pytest.raises(OSError):
         post("/deployments/filter")  # the local server stopped with it
+
+
+# --- the DAG-parallel pipeline flow ---------------------------------------------------
+
+# each stage appends "<name> start|end <time>" to ../events (outside every output)
+STEP = """\
+import sys, time
+from pathlib import Path
+name, seconds, out = sys.argv[1], float(sys.argv[2]), Path(sys.argv[3])
+events = Path("events")
+with events.open("a") as f:
+    f.write(f"{name} start {time.time()}\\n")
+if name == "broken":
+    sys.exit("broken: the input is not what it should be")
+time.sleep(seconds)
+inputs = "".join(Path(p).read_text() for p in sys.argv[4:])
+out.parent.mkdir(parents=True, exist_ok=True)
+out.write_text(f"{name}\\n{inputs}")
+with events.open("a") as f:
+    f.write(f"{name} end {time.time()}\\n")
+"""
+
+
+def diamond(path, *, broken=False):
+    """a -> (b, c) -> d, and e on its own; with ``broken``, c fails."""
+    (path / "step.py").write_text(STEP)
+
+    def stage(name, ins=(), seconds=1.5):
+        cmd = f"python step.py {'broken' if broken and name == 'c' else name}"
+        cmd += f" {seconds} out/{name}.txt {' '.join(f'out/{i}.txt' for i in ins)}"
+        deps = ["step.py", *(f"out/{i}.txt" for i in ins)]
+        return {"cmd": cmd.strip(), "deps": deps, "outs": [f"out/{name}.txt"]}
+
+    spec = {
+        "stages": {
+            "a": stage("a", seconds=0.2),
+            "b": stage("b", ["a"]),
+            "c": stage("c", ["a"]),
+            "d": stage("d", ["b", "c"], seconds=0.2),
+            "e": stage("e", seconds=0.2),
+        }
+    }
+    (path / "dvc.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+
+
+def events(path):
+    rows = [line.split() for line in (path / "events").read_text().splitlines()]
+    return {(name, kind): float(t) for name, kind, t in rows}
+
+
+def test_parallel_flow_runs_independent_stages_at_once_and_writes_what_dvc_repro_writes(
+    tmp_path, harness, monkeypatch
+):
+    serial, parallel = tmp_path / "serial", tmp_path / "parallel"
+    for path in (serial, parallel):
+        path.mkdir()
+        env = make_tiny_repo(path)
+        diamond(path)
+    for k in ("PATH", "PYTHONPATH"):
+        monkeypatch.setenv(k, env[k])
+    subprocess.run(["dvc", "repro"], cwd=serial, env=env, check=True)
+    ran = pipeline_flow.pipeline(str(parallel), jobs=2, cpus=2)
+    assert ran == {s: True for s in "abcde"}
+    t = events(parallel)
+    # b and c both wait for a, then run side by side; d waits for both
+    assert t["b", "start"] >= t["a", "end"] and t["c", "start"] >= t["a", "end"]
+    assert t["b", "start"] < t["c", "end"] and t["c", "start"] < t["b", "end"]
+    assert t["d", "start"] >= max(t["b", "end"], t["c", "end"])
+    # never more than two at once
+    marks = sorted((v, 1 if k == "start" else -1) for (_, k), v in t.items())
+    assert max(itertools.accumulate(m for _, m in marks)) == 2
+
+    # the same dvc.lock entries as a serial `dvc repro` (new entries are written as
+    # stages finish, so their order may differ), and nothing stale
+    def lock(path):
+        return yaml.safe_load((path / "dvc.lock").read_text())
+
+    assert lock(parallel) == lock(serial)
+    status = subprocess.run(
+        ["dvc", "status"], cwd=parallel, env=env, capture_output=True, text=True
+    )
+    assert "Data and pipelines are up to date" in status.stdout
+    again = subprocess.run(
+        ["dvc", "repro"], cwd=parallel, env=env, capture_output=True, text=True
+    )
+    assert "Running stage" not in again.stdout
+    assert pipeline_flow.pipeline(str(parallel), jobs=2) == {s: False for s in "abcde"}
+    record = json.loads((parallel / ".dvc/tmp/firth-flow/run.json").read_text())
+    assert set(record["stages"]) == set("abcde") and record["jobs"] == 2
+    assert (parallel / ".dvc/tmp/firth-flow/b.log").exists()
+
+
+def test_a_failing_stage_fails_the_flow_with_its_own_error_and_keeps_the_rest(
+    tmp_path, harness, monkeypatch
+):
+    env = make_tiny_repo(tmp_path)
+    diamond(tmp_path, broken=True)
+    for k in ("PATH", "PYTHONPATH"):
+        monkeypatch.setenv(k, env[k])
+    state = pipeline_flow.pipeline(str(tmp_path), jobs=2, return_state=True)
+    assert state.is_failed()
+    message = str(state.result(raise_on_failure=False))
+    assert "1 stage(s) failed (c)" in message
+    assert "the input is not what it should be" in message  # the stage's own words
+    lock = yaml.safe_load((tmp_path / "dvc.lock").read_text())["stages"]
+    assert {"a", "b"} <= set(lock) and "c" not in lock and "d" not in lock
+    assert not (tmp_path / "out" / "d.txt").exists()  # never started
+    # with --keep-going the stage that does not depend on c still runs
+    (tmp_path / "dvc.lock").unlink()
+    state = pipeline_flow.pipeline(
+        str(tmp_path), jobs=1, keep_going=True, return_state=True
+    )
+    assert state.is_failed()
+    lock = yaml.safe_load((tmp_path / "dvc.lock").read_text())["stages"]
+    assert set(lock) == {"a", "b", "e"}
+
+
+def test_schedule_shares_out_threads_and_gpus():
+    from firth import dag
+
+    def stage(name, threads=1, gpus=1):
+        return dag.Stage(name, frozenset(), threads=threads, gpus=gpus)
+
+    graph = dag.Dag(
+        {
+            "train-x": stage("train-x", threads=2),
+            "train-y": stage("train-y", threads=2),
+            "train-ddp": stage("train-ddp", threads=2, gpus=2),
+            "evaluate-x": stage("evaluate-x"),
+        }
+    )
+    cpu = pipeline_flow.Schedule(graph, jobs=3, cpus=3)
+    assert cpu.take("train-x") == pipeline_flow.Slot(2, None)
+    assert cpu.take("train-y") is None  # 2 + 2 threads > 3 CPUs
+    assert cpu.take("evaluate-x") == pipeline_flow.Slot(1, None)
+    cpu.give_back("train-x")
+    assert cpu.take("train-y") is not None
+    gpu = pipeline_flow.Schedule(graph, jobs=8, cpus=16, gpus=["0", "1", "2"])
+    assert gpu.take("train-x").gpus == ("0",)
+    assert gpu.take("train-ddp").gpus == ("1", "2")
+    assert gpu.take("train-y") is None  # every GPU is held
+    assert gpu.take("evaluate-x").env() == {"CUDA_VISIBLE_DEVICES": ""}
+    gpu.give_back("train-ddp")
+    assert gpu.take("train-y").env() == {"CUDA_VISIBLE_DEVICES": "1"}
+    with pytest.raises(ValueError, match="train-ddp runs 2 processes"):
+        pipeline_flow.Schedule(graph, jobs=2, cpus=2, gpus=["0"])
+    one = pipeline_flow.Schedule(graph, jobs=1, cpus=16)
+    assert one.take("evaluate-x") and one.take("train-x") is None  # --jobs 1

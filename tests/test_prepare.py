@@ -1,10 +1,14 @@
 import json
 from collections import Counter
 
+import pytest
+
+from firth.errors import DataError
 from firth.prepare.normalize import normalize, tokenize
 from firth.prepare.parallel import prepare_parallel
 from firth.prepare.tagged import prepare_tagged, repair_bio
 from firth.prepare.text import prepare_text
+from firth.sources.checks import check_mostly_bio
 from firth.sources.formats import read_conll
 from firth.subsample import choose
 
@@ -184,3 +188,26 @@ def test_parallel_keeps_official_splits(tmp_path):
     assert {f"train-{i}" for i in range(30)} <= ids["train"]
     assert sum(len(v) for v in ids.values()) == 44  # the two others hashed somewhere
     assert stats["splits"]["test"]["pairs"] >= 7
+
+
+@pytest.mark.parametrize("stray", ["0", "PER", "B_PER"])
+def test_one_stray_tag_in_a_bio_corpus_is_an_error_naming_file_line_and_tag(
+    tmp_path, stray
+):
+    """Before, one such tag turned the whole corpus into plain tags: no BIO repair,
+    token accuracy instead of entity F1, and no word of it."""
+    lines = [f"w{i}\tB-LOC\nx\tI-LOC\ny\tO\n\n" for i in range(30)]
+    lines[7] = f"w7\tB-LOC\nx\t{stray}\ny\tO\n\n"
+    (tmp_path / "all.conll").write_text("".join(lines))
+    with pytest.raises(DataError) as err:
+        check_mostly_bio([tmp_path / "all.conll"])
+    message = str(err.value)
+    assert message.startswith(f"{tmp_path / 'all.conll'}:30: tag {stray!r} is not BIO")
+    assert "89 of 90 tags are" in message
+
+
+def test_plain_tags_and_clean_bio_pass_the_bio_check(tmp_path):
+    for tags in (["NN", "VB", "O"], ["B-X", "I-X", "O"], ["B-X", "NN", "VB"]):
+        body = "".join(f"a\t{tags[0]}\nb\t{tags[1]}\nc\t{tags[2]}\n\n" * 20)
+        (tmp_path / "all.conll").write_text(body)
+        check_mostly_bio([tmp_path / "all.conll"])  # (the last: mostly not BIO)

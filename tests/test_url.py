@@ -73,7 +73,7 @@ def test_wrong_sha256_is_refused_and_deleted(server, tmp_path):
     Handler.files["/corpus.txt"] = PAYLOAD
     with pytest.raises(DataError, match="sha256 mismatch"):
         url.download(f"{server}/corpus.txt", tmp_path, expected_sha256="0" * 64)
-    assert list(tmp_path.iterdir()) == []
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
 
 
 def test_truncated_download_is_detected_then_resumed(server, tmp_path):
@@ -81,8 +81,9 @@ def test_truncated_download_is_detected_then_resumed(server, tmp_path):
     Handler.truncate_next = 1000
     with pytest.raises(DataError, match="truncated download, got 1000 of"):
         url.download(f"{server}/corpus.txt", tmp_path)
-    assert not (tmp_path / "corpus.txt").exists()
-    assert (tmp_path / "corpus.txt.part").stat().st_size == 1000
+    kept = url.cache_path(f"{server}/corpus.txt", tmp_path)
+    assert not kept.exists()
+    assert kept.with_name("corpus.txt.part").stat().st_size == 1000
     path, digest = url.download(f"{server}/corpus.txt", tmp_path)
     assert path.read_bytes() == PAYLOAD and digest == sha(PAYLOAD)
 
@@ -144,3 +145,30 @@ def test_gz_and_plain_extraction(tmp_path):
     trunc.write_bytes(gzip.compress(PAYLOAD)[:50])
     with pytest.raises(DataError, match="corrupt or truncated"):
         url.extract(trunc, tmp_path / "out2")
+
+
+def test_two_urls_with_the_same_file_name_keep_their_own_bytes(server, tmp_path):
+    """The cache is keyed by the whole URL: before, the second `…/data.txt` got the
+    first one's bytes, and a source whose URL changed kept the old file."""
+    Handler.files["/a/data.txt"] = b"first corpus\n"
+    Handler.files["/b/data.txt"] = b"second corpus\n"
+    cache = tmp_path / "cache"
+    a, _ = url.download(f"{server}/a/data.txt", cache)
+    b, _ = url.download(f"{server}/b/data.txt", cache)
+    assert a.read_bytes() == b"first corpus\n"
+    assert b.read_bytes() == b"second corpus\n"
+    for name, body in (("first", b"one\n"), ("second", b"two\n")):
+        spec = {"kind": "url", "format": "text", "url": f"{server}/{name}/data.txt"}
+        Handler.files[f"/{name}/data.txt"] = body
+        fetch("t", spec, tmp_path / name, cache_dir=cache)
+        assert body.decode().strip() in (tmp_path / name / "docs.jsonl").read_text()
+
+
+@pytest.mark.parametrize(
+    "address", ["file:///etc/hostname", "ftp://example.org/data.txt", "data.txt"]
+)
+def test_only_http_urls_are_fetched(address, tmp_path):
+    with pytest.raises(DataError, match=r"only http:// and https:// URLs") as err:
+        url.download(address, tmp_path)
+    assert "\n" not in str(err.value)
+    assert not any(tmp_path.iterdir())  # nothing was tried, nothing written

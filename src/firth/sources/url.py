@@ -1,7 +1,8 @@
 """HTTP(S) downloads with resume, size and sha256 checks, and safe extraction.
 
-A partial download is kept as ``<file>.part`` in the cache folder and resumed with an
-HTTP Range request. A download shorter than the server's Content-Length is reported
+Only http(s) URLs are fetched. Each URL has its own cache folder (keyed by the whole
+URL), where a partial download is kept as ``<file>.part`` and resumed with an HTTP
+Range request. A download shorter than the server's Content-Length is reported
 as truncated and never used; a file whose sha256 differs from the pinned (or first
 recorded) checksum is rejected and deleted.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import hashlib
 import logging
 import os
 import shutil
@@ -33,13 +35,33 @@ def _filename(url: str) -> str:
     return name or "download"
 
 
+def cache_path(url: str, cache_dir: Path) -> Path:
+    """Where ``url`` is kept: a folder per whole URL (the first 16 hex digits of its
+    sha256), so two URLs ending in the same file name never share bytes and a
+    changed URL never reuses the old file."""
+    key = hashlib.sha256(url.encode("utf-8")).hexdigest()[:16]
+    return cache_dir / key / _filename(url)
+
+
+def check_scheme(url: str) -> None:
+    """Only http(s) URLs are downloaded (a file on this machine is a local source)."""
+    scheme = urllib.request.urlparse(url).scheme.lower()
+    if scheme not in ("http", "https"):
+        raise DataError(
+            f"{url}: only http:// and https:// URLs are downloaded, not "
+            f"{scheme + '://' if scheme else 'a bare path'} (a file on this machine "
+            "is a kind: local source)"
+        )
+
+
 def download(
     url: str, cache_dir: Path, *, expected_sha256: str = "", timeout: float = 60.0
 ) -> tuple[Path, str]:
     """Download ``url`` into ``cache_dir`` (resuming a ``.part`` file) and return the
     path and its sha256. Raises DataError on truncation or checksum mismatch."""
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    final = cache_dir / _filename(url)
+    check_scheme(url)
+    final = cache_path(url, cache_dir)
+    final.parent.mkdir(parents=True, exist_ok=True)
     if final.exists():
         digest = sha256_file(final)
         if not expected_sha256 or digest == expected_sha256:

@@ -109,18 +109,25 @@ def _chunks(path: Path) -> Iterator[dict]:
 
 
 def _tsv_pairs(path: Path) -> Iterator[tuple[str, str, str]]:
+    """(id, source, target) from 2 (source, target) or 3 (id, source, target)
+    tab-separated columns, the same on every line as on the first."""
+    width = None
     with open(path, encoding="utf-8") as f:
         for i, line in enumerate(f, 1):
             parts = line.rstrip("\n").split("\t")
-            if len(parts) == 2:
-                yield str(i), parts[0], parts[1]
-            elif len(parts) == 3:
-                yield parts[0], parts[1], parts[2]
-            else:
+            if len(parts) not in (2, 3):
                 raise DataError(
                     f"{path}:{i}: expected 2 (source, target) or 3 (id, "
                     f"source, target) tab-separated columns, got {len(parts)}"
                 )
+            width = width or len(parts)
+            if len(parts) != width:
+                raise DataError(
+                    f"{path}:{i}: {len(parts)} tab-separated columns, but line 1 "
+                    f"has {width}; a pairs file is all (source, target) or all "
+                    "(id, source, target)"
+                )
+            yield (str(i), *parts) if width == 2 else tuple(parts)  # type: ignore[misc]
 
 
 def wikitext_docs(records: Iterator[tuple[str, int, dict]]) -> Iterator[dict]:

@@ -1,0 +1,263 @@
+"""The DAG in parallel, measured and simulated.
+
+measure (about 80 minutes on 2 cores; nothing else should run meanwhile): three
+fresh clones of this commit, each set up with `make setup` (not timed), then
+  - serial:          `dvc repro`, the params as committed (what `make run` runs);
+  - serial-1thread:  `dvc repro` with every `threads` key of params.yaml set to 1;
+  - jobs-2-1thread:  `python flows/pipeline.py --jobs 2` with the same 1-thread
+                     params, so two stages share the two cores;
+each timed per stage. The parallel run must end with `dvc status` clean and its
+dvc.lock must record the same output hashes as serial-1thread's, apart from the
+files that hold wall-clock readings (retrieval times, seconds, tokens/s).
+
+simulate: for each profile, the makespan of its DAG on 1, 2, 4, 8 and 16 workers
+(list scheduling, longest remaining chain first: firth.dag.makespan), its critical
+path and the ideal bound max(critical path, work / workers), from measured
+per-stage seconds: the default profile's from the measure run's serial clone (or
+benchmarks/results/front_door.json), the full profile's from
+benchmarks/results/full_stage_seconds.json (written by `make run-full`) or, for a
+training stage it lacks, the training seconds of the stage's train.json. Stages
+with no measurement count 0 s and are listed.
+
+Both write benchmarks/results/dag.json (each keeps the other's part):
+
+    python benchmarks/dag.py measure
+    python benchmarks/dag.py simulate
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import machine, write_result  # noqa: E402
+from front_door import environment, fresh_clone, timed  # noqa: E402
+
+from firth import dag  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+WORKERS = (1, 2, 4, 8, 16)
+# keys of report files that hold wall-clock readings, not results
+VOLATILE = ("second", "retrieved", "rss", "elapsed")
+
+
+def one_thread(params: Path) -> None:
+    """Set every ``threads`` key of ``params`` to 1, keeping its comments."""
+    lines = params.read_text().splitlines(keepends=True)
+    out = []
+    for line in lines:
+        key, sep, rest = line.partition(":")
+        if sep and key.strip() == "threads":
+            value, hash_, comment = rest.partition("#")
+            line = f"{key}: 1{' ' * max(1, len(value) - 2)}{hash_}{comment}"
+            if not line.endswith("\n"):
+                line += "\n"
+        out.append(line)
+    params.write_text("".join(out))
+
+
+def _run(cmd: list[str], cwd: Path, env: dict) -> None:
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} in {cwd} failed:\n{proc.stderr[-2000:]}")
+
+
+def _stable_outs(repo: Path) -> dict[str, str]:
+    """Each output's hash from dvc.lock, except report files with clock readings
+    (those are compared with the readings left out)."""
+    lock = yaml.safe_load((repo / "dvc.lock").read_text())["stages"]
+    out = {}
+    for entry in lock.values():
+        for o in entry.get("outs", []):
+            path = o["path"]
+            if path.startswith(("reports/", "data/raw/")):
+                out[path] = _without_clock(repo / path)
+            else:
+                out[path] = o["md5"]
+    return out
+
+
+def _without_clock(path: Path) -> str:
+    files = sorted(path.rglob("*")) if path.is_dir() else [path]
+    parts = []
+    for f in files:
+        if f.is_dir():
+            continue
+        if f.suffix == ".json":
+            parts.append(json.dumps(_drop(json.loads(f.read_text())), sort_keys=True))
+        elif f.suffix == ".csv":
+            rows = [line.split(",") for line in f.read_text().splitlines()]
+            keep = [i for i, h in enumerate(rows[0] if rows else []) if not _clock(h)]
+            parts.append("\n".join(",".join(r[i] for i in keep) for r in rows))
+        elif f.suffix in (".png", ".svg", ".html", ".md"):
+            continue  # the report renders the readings too
+        else:
+            parts.append(f.read_bytes().hex())
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def _clock(key: str) -> bool:
+    return any(v in key.lower() for v in VOLATILE)
+
+
+def _drop(tree):
+    if isinstance(tree, dict):
+        return {k: _drop(v) for k, v in tree.items() if not _clock(k)}
+    if isinstance(tree, list):
+        return [_drop(v) for v in tree]
+    return tree
+
+
+def measure() -> dict:
+    env = environment()
+    runs: dict = {}
+    with tempfile.TemporaryDirectory(prefix="firth-dag-") as tmp:
+        where = Path(tmp)
+        clones = {}
+        for name in ("serial", "serial-1thread", "jobs-2-1thread"):
+            clone = fresh_clone(where, name)
+            _run(["make", "setup"], clone, env)
+            if name != "serial":
+                one_thread(clone / "params.yaml")
+            clones[name] = clone
+            venv = env | {"PATH": f"{clone / '.venv' / 'bin'}:{env['PATH']}"}
+            if name.startswith("serial"):
+                runs[name] = timed(["dvc", "repro"], clone, where / f"{name}.log", venv)
+            else:
+                flow = [str(clone / ".venv/bin/python"), "flows/pipeline.py", "-j", "2"]
+                start = time.monotonic()
+                _run(flow, clone, venv)
+                record = json.loads(
+                    (clone / ".dvc/tmp/firth-flow/run.json").read_text()
+                )
+                runs[name] = {
+                    "command": " ".join(flow[1:]),
+                    "seconds": round(time.monotonic() - start, 1),
+                    "stages": [
+                        {"stage": s, "seconds": round(t["end"] - t["start"], 2)}
+                        | {"start": t["start"]}
+                        for s, t in record["stages"].items()
+                    ],
+                }
+                status = subprocess.run(
+                    ["dvc", "status"],
+                    cwd=clone,
+                    env=venv,
+                    capture_output=True,
+                    text=True,
+                ).stdout
+                runs[name]["dvc_status_clean"] = "up to date" in status
+        a = _stable_outs(clones["serial-1thread"])
+        b = _stable_outs(clones["jobs-2-1thread"])
+        differ = sorted(p for p in a.keys() | b.keys() if a.get(p) != b.get(p))
+    serial, parallel = (
+        runs["serial-1thread"]["seconds"],
+        runs["jobs-2-1thread"]["seconds"],
+    )
+    return {
+        "runs": runs,
+        "speedup_jobs2_vs_serial_1thread": round(serial / parallel, 3),
+        "speedup_jobs2_vs_serial": round(runs["serial"]["seconds"] / parallel, 3),
+        "outputs_differing_from_serial_1thread": differ,
+    }
+
+
+def simulate(profile: str, repo: Path, seconds: dict[str, float], source: str) -> dict:
+    """Makespans of ``repo``'s DAG with ``seconds`` per stage; a stage without a
+    measurement counts 0 s and is listed (the makespans are then lower bounds)."""
+    graph = dag.load(repo, cpus=1)
+    missing = sorted(set(graph.stages) - set(seconds))
+    secs = {s: float(seconds.get(s, 0.0)) for s in graph.stages}
+    length, path = dag.critical_path(graph, secs)
+    total = sum(secs.values())
+    return {
+        "source": source,
+        "stages": len(graph),
+        "unmeasured_stages": missing,
+        "work_seconds": round(total, 1),
+        "critical_path": {"seconds": round(length, 1), "stages": path},
+        "workers": {
+            str(w): {
+                "makespan_seconds": round(dag.makespan(graph, secs, w), 1),
+                "ideal_seconds": round(dag.ideal(graph, secs, w), 1),
+                "speedup": round(total / dag.makespan(graph, secs, w), 2),
+            }
+            for w in WORKERS
+        },
+    }
+
+
+def full_seconds(repo: Path) -> tuple[dict[str, float], str]:
+    """The full profile's seconds per stage: the wall time `make run-full` measured
+    (full_stage_seconds.json), else, for a training stage, the training time its
+    own train.json records (a lower bound: no start-up or writing)."""
+    wall = RESULTS / "full_stage_seconds.json"
+    rows = json.loads(wall.read_text())["stages"] if wall.exists() else {}
+    seconds = {s: r["seconds"] for s, r in rows.items() if "seconds" in r}
+    recorded = 0
+    for name, stage in dag.load(repo, cpus=1).stages.items():
+        if name in seconds:
+            continue
+        for out, _ in stage.outs:
+            if out.endswith("train.json") and (repo / out).exists():
+                record = json.loads((repo / out).read_text())
+                for key in ("train_seconds", "seconds", "build_seconds"):
+                    if isinstance(record.get(key), int | float):
+                        seconds[name] = record[key]
+                        recorded += 1
+                        break
+    source = (
+        f"benchmarks/results/full_stage_seconds.json (wall, {len(rows)} stages); "
+        f"train.json training seconds for {recorded} more"
+    )
+    return seconds, source
+
+
+def default_seconds(result: dict) -> tuple[dict[str, float], str]:
+    measured = result.get("measured", {}).get("runs", {}).get("serial")
+    if measured:
+        return {r["stage"]: r["seconds"] for r in measured["stages"]}, (
+            "benchmarks/results/dag.json measured.runs.serial"
+        )
+    front = json.loads((RESULTS / "front_door.json").read_text())
+    rows = front["make_run"]["stages"]
+    return {
+        r["stage"]: r["seconds"] for r in rows
+    }, "benchmarks/results/front_door.json"
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("what", choices=("measure", "simulate"))
+    p.add_argument("--out", type=Path, default=RESULTS / "dag.json")
+    args = p.parse_args()
+    result = json.loads(args.out.read_text()) if args.out.exists() else {}
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    result["machine"] = machine()
+    if args.what == "measure":
+        result["measured"] = measure() | {"commit": head}
+    else:
+        sims = {}
+        seconds, source = default_seconds(result)
+        sims["default"] = simulate("default", ROOT, seconds, source)
+        full = ROOT / "profiles" / "full"
+        sims["full"] = simulate("full", full, *full_seconds(full))
+        result["simulated"] = sims | {"commit": head}
+    write_result(args.out, result)
+    print(json.dumps(result.get("simulated", result.get("measured")), indent=1)[:3000])
+
+
+if __name__ == "__main__":
+    main()

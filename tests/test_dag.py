@@ -1,0 +1,215 @@
+"""The pipeline as a task graph (firth.dag): DVC's own graph read right, and the
+schedules checked against closed forms, Graham's bound and brute force."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+import re
+import subprocess
+import sys
+
+import pytest
+import yaml
+from conftest import ROOT
+
+from firth import dag
+
+
+def chain_and_one() -> tuple[dag.Dag, dict[str, float]]:
+    """a (3 s) -> b (2 s), and c (4 s) on its own."""
+    graph = dag.Dag(
+        {
+            "a": dag.Stage("a", frozenset()),
+            "c": dag.Stage("c", frozenset()),
+            "b": dag.Stage("b", frozenset({"a"})),
+        }
+    )
+    return graph, {"a": 3.0, "b": 2.0, "c": 4.0}
+
+
+def random_dag(rng: random.Random, n: int) -> tuple[dag.Dag, dict[str, float]]:
+    names = [f"s{i}" for i in range(n)]
+    stages = {}
+    for i, name in enumerate(names):
+        ups = {u for u in names[:i] if rng.random() < 0.3}
+        stages[name] = dag.Stage(name, frozenset(ups))
+    return dag.Dag(stages), {s: float(rng.randint(1, 9)) for s in names}
+
+
+def brute_force_makespan(graph: dag.Dag, seconds, workers: int) -> float:
+    """The optimum over every order of the stages fed to a greedy machine: each
+    stage, in that order, starts on the worker free first, once its upstream
+    stages end (every non-delay schedule is one of these; one is optimal)."""
+    best = float("inf")
+    for order in itertools.permutations(graph.stages):
+        pos = {n: i for i, n in enumerate(order)}
+        if any(pos[u] > pos[n] for n in order for u in graph.stages[n].upstream):
+            continue
+        free = [0.0] * workers
+        end: dict[str, float] = {}
+        for n in order:
+            w = min(range(workers), key=lambda k: free[k])
+            start = max([free[w], *(end[u] for u in graph.stages[n].upstream)])
+            end[n] = start + seconds[n]
+            free[w] = end[n]
+        best = min(best, max(end.values()))
+    return best
+
+
+def test_the_worked_example():
+    graph, secs = chain_and_one()
+    assert dag.critical_path(graph, secs) == (5.0, ["a", "b"])
+    assert dag.makespan(graph, secs, 1) == 9.0  # one worker: the sum
+    assert dag.makespan(graph, secs, 2) == 5.0  # a and c at once, then b
+    assert dag.ideal(graph, secs, 2) == 5.0  # max(5, 9 / 2)
+    assert dag.ideal(graph, secs, 1) == 9.0
+
+
+def test_makespan_between_the_bounds_and_exact_on_small_graphs():
+    rng = random.Random(0)
+    for trial in range(60):
+        graph, secs = random_dag(rng, rng.randint(1, 7))
+        total = sum(secs.values())
+        path, _ = dag.critical_path(graph, secs)
+        assert dag.makespan(graph, secs, 1) == total
+        assert dag.makespan(graph, secs, len(graph)) == path  # enough workers
+        for workers in (2, 3):
+            got = dag.makespan(graph, secs, workers)
+            bound = dag.ideal(graph, secs, workers)
+            # Graham: any list schedule is within total / m + critical path
+            assert bound - 1e-9 <= got <= total / workers + path + 1e-9
+            if len(graph) <= 6:
+                best = brute_force_makespan(graph, secs, workers)
+                assert bound - 1e-9 <= best <= got + 1e-9, trial
+
+
+def test_critical_path_is_the_longest_chain_by_brute_force():
+    rng = random.Random(1)
+    for _ in range(40):
+        graph, secs = random_dag(rng, rng.randint(1, 8))
+        length, path = dag.critical_path(graph, secs)
+        assert length == sum(secs[s] for s in path)
+        for a, b in itertools.pairwise(path):
+            assert a in graph.stages[b].upstream
+
+        best: dict[str, float] = {}  # longest chain ending at each stage
+        for n, s in graph.stages.items():
+            best[n] = secs[n] + max((best[u] for u in s.upstream), default=0.0)
+        assert length == max(best.values())
+
+
+def test_ready_after_and_subset():
+    graph, _ = chain_and_one()
+    assert graph.ready([]) == ["a", "c"]
+    assert graph.ready(["a"], started=["c"]) == ["b"]
+    assert graph.after(["a"]) == {"b"}
+    assert graph.after(["b"]) == set()
+    assert list(graph.subset(["b", "c"]).stages["b"].upstream) == []
+
+
+def test_a_graph_out_of_order_or_with_unknown_stages_is_refused():
+    with pytest.raises(ValueError, match="b comes before its upstream"):
+        dag.Dag(
+            {"b": dag.Stage("b", frozenset({"a"})), "a": dag.Stage("a", frozenset())}
+        )
+    with pytest.raises(ValueError, match="unknown stages"):
+        dag.Dag({"b": dag.Stage("b", frozenset({"zz"}))})
+    with pytest.raises(ValueError, match="workers must be at least 1"):
+        dag.makespan(*chain_and_one(), 0)
+
+
+def test_load_reads_dvcs_own_graph_of_the_real_pipeline():
+    """Every stage of dvc.yaml, each edge of `dvc dag --dot` (DVC's CLI, the
+    independent answer) and no other, the threads the params ask for."""
+    graph = dag.load(ROOT, cpus=2)
+    env = {"PATH": f"{sys.prefix}/bin", "DVC_NO_ANALYTICS": "1"}
+    dot = subprocess.run(
+        ["dvc", "dag", "--dot"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    edges = {(d, u) for u, d in re.findall(r'"([^"]+)"\s*->\s*"([^"]+)"', dot)}
+    ours = {(n, u) for n, s in graph.stages.items() for u in s.upstream}
+    assert ours == edges
+    listed = subprocess.run(
+        ["dvc", "stage", "list", "--name-only"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert sorted(graph.stages) == sorted(listed)
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    lstm = graph.stages["train-lm@lstm"]
+    assert lstm.threads == min(params["lm"]["common"]["threads"] or 2, 2)
+    assert lstm.gpus == params["accel"]["processes"]
+    assert graph.stages["prepare-text"].threads == 1
+    assert lstm.cmd == ("python stages/train_lm.py lstm",)
+    assert ("data/lm/lstm", False) in lstm.outs
+    assert ("data/raw/text/bible-kjv", True) in graph.stages[
+        "fetch-text@bible-kjv"
+    ].outs
+    # every stage after its upstream stages (Dag checks it), and targets narrow it
+    sub = dag.load(ROOT, ["evaluate-lm@kn5"], cpus=2)
+    assert "train-lm@kn5" in sub.stages and "train-lm@lstm" not in sub.stages
+    assert list(sub.stages)[-1] == "evaluate-lm@kn5"
+    with pytest.raises(KeyError, match="no-such-stage: no such stage"):
+        dag.load(ROOT, ["no-such-stage"])
+
+
+def test_the_benchmarks_one_thread_params_change_only_the_threads_keys(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "bench_dag", ROOT / "benchmarks" / "dag.py"
+    )
+    bench = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    spec.loader.exec_module(bench)
+    params = tmp_path / "params.yaml"
+    params.write_text((ROOT / "params.yaml").read_text())
+    bench.one_thread(params)
+    before = yaml.safe_load((ROOT / "params.yaml").read_text())
+    after = yaml.safe_load(params.read_text())
+
+    def threads(tree, path=()):
+        if isinstance(tree, dict):
+            for k, v in tree.items():
+                yield from threads(v, (*path, k))
+        elif path and path[-1] == "threads":
+            yield path, tree
+
+    assert [p for p, _ in threads(before)] == [p for p, _ in threads(after)]
+    assert len(list(threads(after))) >= 5 and {v for _, v in threads(after)} == {1}
+
+    def without(tree):
+        if isinstance(tree, dict):
+            return {k: without(v) for k, v in tree.items() if k != "threads"}
+        return tree
+
+    assert without(before) == without(after)
+    assert "# torch threads; 0 = all cores" in params.read_text()
+
+
+def test_stage_seconds_adds_an_interrupted_stage_to_its_resumed_run(tmp_path):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import stage_seconds as ss
+
+    out = tmp_path / "t.json"
+    events = [(10.0, "Running stage 'a':"), (13.5, "Running stage 'b':")]
+    # killed 4 s into b: a took 3.5 s, b has 4 s to its name so far
+    ss.merge(out, ss.spans(events, end=17.5), "c1")
+    stages = json.loads(out.read_text())["stages"]
+    assert stages["a"]["seconds"] == 3.5 and stages["b"] == {"partial_seconds": 4.0}
+    # resumed: b runs 6 s more from its checkpoint and ends well
+    ss.merge(out, ss.spans([(0.0, "Running stage 'b':"), (6.0, "")], end=9.0), "c2")
+    stages = json.loads(out.read_text())["stages"]
+    assert stages["b"]["seconds"] == 10.0 and "partial_seconds" not in stages["b"]
+    assert stages["a"]["seconds"] == 3.5 and stages["b"]["commit"] == "c2"
+    assert ss.spans([], end=1.0) == []
