@@ -83,7 +83,7 @@ bench-tagger: $(STAMP)
 
 # The contamination audit's streamed scan: words/s and peak memory (~1.5 min on 2
 # cores); needs `make run-full` first (the text corpus and the WNUT-16 test split).
-# The DAG in parallel: `--jobs 2` against serial runs in fresh clones (~80 min on 2
+# The DAG in parallel: `--jobs 2` against a serial run in fresh clones (~55 min on 2
 # cores), then the simulated makespans on 1-16 workers (benchmarks/dag.py).
 bench-dag: $(STAMP)
 	$(BIN)/python benchmarks/dag.py measure

@@ -1,14 +1,17 @@
 """The DAG in parallel, measured and simulated.
 
-measure (about 80 minutes on 2 cores; nothing else should run meanwhile): three
-fresh clones of this commit, each set up with `make setup` (not timed), then
-  - serial:          `dvc repro`, the params as committed (what `make run` runs);
-  - serial-1thread:  `dvc repro` with every `threads` key of params.yaml set to 1;
-  - jobs-2-1thread:  `python flows/pipeline.py --jobs 2` with the same 1-thread
-                     params, so two stages share the two cores;
-each timed per stage. The parallel run must end with `dvc status` clean and its
-dvc.lock must record the same output hashes as serial-1thread's, apart from the
-files that hold wall-clock readings (retrieval times, seconds, tokens/s).
+measure (about 55 minutes on 2 cores, 80 with --control; nothing else should run
+meanwhile): fresh clones of this commit, each set up with `make setup` (not timed),
+then
+  - serial:          `dvc repro`, the params as committed (what `make run` runs:
+                     each training stage on 2 threads);
+  - jobs-2-1thread:  `python flows/pipeline.py --jobs 2` with every `threads` key
+                     of params.yaml set to 1, so two stages share the two cores;
+  - serial-1thread:  (--control) `dvc repro` with the same 1-thread params, which
+                     separates the effect of the threads from that of the jobs;
+each timed per stage. The parallel run must end with `dvc status` clean; with
+--control its outputs are compared with serial-1thread's (the same hashes, apart
+from the files that hold wall-clock readings: retrieval times, seconds, tokens/s).
 
 simulate: for each profile, the makespan of its DAG on 1, 2, 4, 8 and 16 workers
 (list scheduling, longest remaining chain first: firth.dag.makespan), its critical
@@ -118,13 +121,14 @@ def _drop(tree):
     return tree
 
 
-def measure() -> dict:
+def measure(control: bool) -> dict:
     env = environment()
     runs: dict = {}
+    names = ("serial", "jobs-2-1thread") + (("serial-1thread",) if control else ())
     with tempfile.TemporaryDirectory(prefix="firth-dag-") as tmp:
         where = Path(tmp)
         clones = {}
-        for name in ("serial", "serial-1thread", "jobs-2-1thread"):
+        for name in names:
             clone = fresh_clone(where, name)
             _run(["make", "setup"], clone, env)
             if name != "serial":
@@ -157,19 +161,18 @@ def measure() -> dict:
                     text=True,
                 ).stdout
                 runs[name]["dvc_status_clean"] = "up to date" in status
-        a = _stable_outs(clones["serial-1thread"])
-        b = _stable_outs(clones["jobs-2-1thread"])
-        differ = sorted(p for p in a.keys() | b.keys() if a.get(p) != b.get(p))
-    serial, parallel = (
-        runs["serial-1thread"]["seconds"],
-        runs["jobs-2-1thread"]["seconds"],
-    )
-    return {
-        "runs": runs,
-        "speedup_jobs2_vs_serial_1thread": round(serial / parallel, 3),
-        "speedup_jobs2_vs_serial": round(runs["serial"]["seconds"] / parallel, 3),
-        "outputs_differing_from_serial_1thread": differ,
-    }
+        parallel = runs["jobs-2-1thread"]["seconds"]
+        result: dict = {"runs": runs}
+        serial = runs["serial"]["seconds"]
+        result["speedup_jobs2_vs_serial"] = round(serial / parallel, 3)
+        if control:
+            a = _stable_outs(clones["serial-1thread"])
+            b = _stable_outs(clones["jobs-2-1thread"])
+            differ = sorted(p for p in a.keys() | b.keys() if a.get(p) != b.get(p))
+            control_s = runs["serial-1thread"]["seconds"]
+            result["speedup_jobs2_vs_serial_1thread"] = round(control_s / parallel, 3)
+            result["outputs_differing_from_serial_1thread"] = differ
+    return result
 
 
 def simulate(profile: str, repo: Path, seconds: dict[str, float], source: str) -> dict:
@@ -240,6 +243,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("what", choices=("measure", "simulate"))
     p.add_argument("--out", type=Path, default=RESULTS / "dag.json")
+    p.add_argument("--control", action="store_true", help="also serial, 1 thread")
     args = p.parse_args()
     result = json.loads(args.out.read_text()) if args.out.exists() else {}
     head = subprocess.run(
@@ -247,7 +251,7 @@ def main() -> None:
     ).stdout.strip()
     result["machine"] = machine()
     if args.what == "measure":
-        result["measured"] = measure() | {"commit": head}
+        result["measured"] = measure(args.control) | {"commit": head}
     else:
         sims = {}
         seconds, source = default_seconds(result)
