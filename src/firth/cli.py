@@ -177,6 +177,76 @@ def compare(
         raise typer.Exit(1)
 
 
+METHODS_HELP = "sgns, subword, ppmi-svd, glove or gensim"
+
+
+def _params(repo: Path) -> dict:
+    import yaml
+
+    path = repo / "params.yaml"
+    if not path.exists():
+        typer.echo(f"error: {path}: not found (is --repo a Firth checkout?)", err=True)
+        raise typer.Exit(2)
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def _asked(fn):
+    """Run a query; its FirthError (a run not trained yet, an unknown word) is one
+    line on stderr and exit code 2."""
+    try:
+        return fn()
+    except FirthError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+@app.command()
+def neighbours(
+    method: Annotated[str, typer.Argument(help=METHODS_HELP)],
+    words: Annotated[list[str], typer.Argument(help="One or more words.")],
+    k: Annotated[int, typer.Option("-k", help="Neighbours per word.")] = 10,
+    seed: Annotated[int | None, typer.Option(help="Default: the first seed.")] = None,
+    repo: Annotated[Path, typer.Option(help="The Firth checkout.")] = Path("."),
+) -> None:
+    """The nearest words by cosine in a trained embedding run (subword: also for
+    words it never saw, from their n-grams)."""
+    from firth.query import embeddings as q
+
+    params = _params(repo)
+    folder = _asked(lambda: q.vectors_folder(repo, params, method, seed))
+    for row in _asked(lambda: q.neighbours(folder, words, k=k)):
+        if not row["neighbours"]:
+            typer.echo(f"{row['word']}: not in the vocabulary (no vector)")
+            continue
+        oov = "" if row["in_vocab"] else "  (out of vocabulary: from its n-grams)"
+        typer.echo(f"{row['word']}{oov}")
+        for word, cos in row["neighbours"]:
+            typer.echo(f"  {cos:7.4f}  {word}")
+
+
+@app.command()
+def analogy(
+    method: Annotated[str, typer.Argument(help=METHODS_HELP)],
+    a: Annotated[str, typer.Argument(help="a in a : b :: c : ?")],
+    b: Annotated[str, typer.Argument()],
+    c: Annotated[str, typer.Argument()],
+    k: Annotated[int, typer.Option("-k", help="Answers to list.")] = 5,
+    seed: Annotated[int | None, typer.Option(help="Default: the first seed.")] = None,
+    repo: Annotated[Path, typer.Option(help="The Firth checkout.")] = Path("."),
+) -> None:
+    """a : b :: c : ? by 3CosAdd under the evaluation's rules (the
+    evaluate_embeddings.restrict most frequent words, a, b and c excluded)."""
+    from firth.query import embeddings as q
+
+    params = _params(repo)
+    restrict = int(params.get("evaluate_embeddings", {}).get("restrict", 0))
+    folder = _asked(lambda: q.vectors_folder(repo, params, method, seed))
+    answers = _asked(lambda: q.analogy(folder, a, b, c, k=k, restrict=restrict))
+    typer.echo(f"{a} : {b} :: {c} : ?")
+    for word, cos in answers:
+        typer.echo(f"  {cos:7.4f}  {word}")
+
+
 flows_app = typer.Typer(help="Prefect flows: the pipeline and scheduled retraining.")
 app.add_typer(flows_app, name="flows")
 

@@ -1,0 +1,111 @@
+"""Asking trained models: neighbours and analogies checked by brute force on a
+small vector file, the evaluation's exclusion rule, and the one-line message for a
+run that is not trained yet."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from firth.cli import app
+from firth.embeddings.vectors import Embedding, save_word2vec
+from firth.errors import DataError
+from firth.query import NotTrained
+from firth.query import embeddings as q
+
+WORDS = ["the", "king", "queen", "man", "woman", "prince", "apple", "Paris"]
+
+
+@pytest.fixture()
+def repo(tmp_path):
+    rng = np.random.default_rng(0)
+    matrix = rng.normal(size=(len(WORDS), 6)).astype(np.float32)
+    # plant the analogy: queen = king - man + woman (plus a little noise)
+    m = {w: i for i, w in enumerate(WORDS)}
+    matrix[m["queen"]] = (
+        matrix[m["king"]] - matrix[m["man"]] + matrix[m["woman"]] + 0.05
+    )
+    folder = tmp_path / "data" / "embeddings" / "sgns" / "seed-13"
+    folder.mkdir(parents=True)
+    save_word2vec(folder / "vectors.txt", Embedding(WORDS, matrix))
+    params = {
+        "embeddings": {"seeds": {"sgns": [13, 14], "glove": [13]}},
+        "evaluate_embeddings": {"restrict": 7},
+    }
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    return tmp_path, folder
+
+
+def cos(u, v):
+    return float(u @ v / np.linalg.norm(u) / np.linalg.norm(v))
+
+
+def test_neighbours_are_the_brute_force_top_k(repo):
+    _, folder = repo
+    emb = q.load_word2vec(folder / "vectors.txt")
+    [row] = q.neighbours(folder, ["king"], k=3)
+    king = emb.matrix[1]
+    expect = sorted(
+        ((w, cos(king, v)) for w, v in zip(WORDS, emb.matrix, strict=True) if w != "king"),
+        key=lambda p: -p[1],
+    )[:3]
+    assert [w for w, _ in row["neighbours"]] == [w for w, _ in expect]
+    assert np.allclose([c for _, c in row["neighbours"]], [c for _, c in expect])
+    [oov] = q.neighbours(folder, ["unseen"], k=3)
+    assert oov == {"word": "unseen", "in_vocab": False, "neighbours": []}
+
+
+def test_analogy_is_3cosadd_over_the_restricted_candidates_without_a_b_c(repo):
+    _, folder = repo
+    emb = q.load_word2vec(folder / "vectors.txt")
+    unit = emb.matrix / np.linalg.norm(emb.matrix, axis=1, keepdims=True)
+    got = q.analogy(folder, "man", "king", "WOMAN", k=3, restrict=7)
+    assert got[0][0] == "queen"
+    # brute force: every candidate among the 7 most frequent, a, b, c left out
+    target = unit[1] - unit[3] + unit[4]
+    scores = {
+        w: cos(target, unit[i])
+        for i, w in enumerate(WORDS[:7])
+        if w not in ("man", "king", "woman")
+    }
+    best = sorted(scores.items(), key=lambda p: -p[1])[:3]
+    assert [w for w, _ in got] == [w for w, _ in best]
+    assert np.allclose([s for _, s in got], [s for _, s in best], atol=1e-5)
+    with pytest.raises(DataError, match="Paris: not among the 7 most frequent"):
+        q.analogy(folder, "man", "king", "Paris", k=3, restrict=7)
+
+
+def test_a_run_not_trained_yet_names_the_dvc_target(repo):
+    root, _ = repo
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    with pytest.raises(NotTrained, match="dvc repro train-embeddings-sgns@14"):
+        q.vectors_folder(root, params, "sgns", 14)
+    with pytest.raises(Exception, match="seeds \\[13, 14\\].*not 99"):
+        q.vectors_folder(root, params, "sgns", 99)
+    res = CliRunner().invoke(app, ["neighbours", "glove", "king", "--repo", str(root)])
+    assert res.exit_code == 2
+    expect = "glove (seed 13) is not trained yet: dvc repro train-embeddings-glove@13"
+    assert expect in res.output
+
+
+def test_the_commands_print_what_the_functions_return(repo):
+    root, folder = repo
+    res = CliRunner().invoke(
+        app, ["analogy", "sgns", "man", "king", "woman", "-k", "2", "--repo", str(root)]
+    )
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert lines[0] == "man : king :: woman : ?"
+    assert lines[1].split()[1] == "queen"
+    res = CliRunner().invoke(
+        app, ["neighbours", "sgns", "king", "nope", "-k", "2", "--repo", str(root)]
+    )
+    assert res.exit_code == 0, res.output
+    assert res.output.splitlines()[0] == "king"
+    assert "nope: not in the vocabulary (no vector)" in res.output
+    assert len(list(itertools.takewhile(lambda s: s.startswith("  "),
+                                        res.output.splitlines()[1:]))) == 2
