@@ -49,9 +49,9 @@ def test_neighbours_are_the_brute_force_top_k(repo):
     emb = q.load_word2vec(folder / "vectors.txt")
     [row] = q.neighbours(folder, ["king"], k=3)
     king = emb.matrix[1]
+    pairs = zip(WORDS, emb.matrix, strict=True)
     expect = sorted(
-        ((w, cos(king, v)) for w, v in zip(WORDS, emb.matrix, strict=True) if w != "king"),
-        key=lambda p: -p[1],
+        ((w, cos(king, v)) for w, v in pairs if w != "king"), key=lambda p: -p[1]
     )[:3]
     assert [w for w, _ in row["neighbours"]] == [w for w, _ in expect]
     assert np.allclose([c for _, c in row["neighbours"]], [c for _, c in expect])
@@ -107,5 +107,13 @@ def test_the_commands_print_what_the_functions_return(repo):
     assert res.exit_code == 0, res.output
     assert res.output.splitlines()[0] == "king"
     assert "nope: not in the vocabulary (no vector)" in res.output
-    assert len(list(itertools.takewhile(lambda s: s.startswith("  "),
-                                        res.output.splitlines()[1:]))) == 2
+    assert (
+        len(
+            list(
+                itertools.takewhile(
+                    lambda s: s.startswith("  "), res.output.splitlines()[1:]
+                )
+            )
+        )
+        == 2
+    )
