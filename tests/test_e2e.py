@@ -263,6 +263,48 @@ def test_parallel_flow_in_a_fresh_clone_gives_the_serial_runs_outputs(
     assert "Data and pipelines are up to date" in status
 
 
+def test_every_trained_model_answers_from_the_command_line(repo):
+    """firth translate / generate / score / tag / neighbours / analogy on the tiny
+    profile's models, checked against what their evaluations wrote: the beam
+    outputs of the first test verses, the test perplexity and bits/char."""
+    path, env = repo
+
+    def firth(*args, stdin=""):
+        proc = subprocess.run(
+            [sys.executable, "-m", "firth.cli", *args, "--repo", str(path)],
+            input=stdin,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    test = (path / "data/subsampled/parallel/test.tsv").read_text().splitlines()
+    sources = [line.split("\t")[1] for line in test[:3]]
+    beam = [
+        line.split("\t")[2]
+        for line in (path / "data/nmt-eval/bahdanau/test.tsv").read_text().splitlines()
+    ][1:4]
+    assert firth("translate", "bahdanau", stdin="\n".join(sources)).splitlines() == beam
+    aligned = firth("translate", "bahdanau", "--attention", stdin=sources[0])
+    assert " <- " in aligned
+    out = firth("score", "kn3", str(path / "data/subsampled/text/test.txt"))
+    ev = json.loads((path / "reports/lm/kn3/eval.json").read_text())["test"]
+    assert f"perplexity {ev['perplexity']:.2f}" in out
+    assert f"{ev['bits_per_char']:.4f} bits/char" in out
+    samples = firth("generate", "lstm", "--prompt", "and god said", "--samples", "2")
+    assert [line.split(" | ")[0] for line in samples.splitlines()] == [
+        "and god said"
+    ] * 2
+    tagged = firth("tag", "wnut16-crf", stdin="going to new york tomorrow\n")
+    rows = [line.split("\t") for line in tagged.splitlines() if "\t" in line]
+    assert [r[0] for r in rows] == ["going", "to", "new", "york", "tomorrow"]
+    assert all(r[1] == "O" or r[1][:2] in ("B-", "I-") for r in rows)
+    near = firth("neighbours", "sgns", "god", "-k", "3").splitlines()
+    assert near[0] == "god" and len(near) == 4
+
+
 def test_experiment_queue_sweep_then_firth_compare(repo):
     """A sweep through the DVC experiment queue, two workers, then `firth compare`
     of each queued experiment against the baseline."""

@@ -117,3 +117,24 @@ def test_the_commands_print_what_the_functions_return(repo):
         )
         == 2
     )
+
+
+def test_bio_spans_match_seqeval():
+    """The entity spans `firth tag` prints, against seqeval's own chunking."""
+    import random
+
+    from seqeval.metrics.sequence_labeling import get_entities
+
+    from firth.query.tag import read_input, spans
+
+    rng = random.Random(0)
+    for _ in range(200):
+        tags = [rng.choice(["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]) for _ in range(8)]
+        tokens = [f"w{i}" for i in range(8)]
+        expect = [(k, " ".join(tokens[a : b + 1])) for k, a, b in get_entities(tags)]
+        assert spans(tokens, tags) == expect, tags
+    assert read_input("New\tB-LOC\nYork\tI-LOC\n\nhi\tO\n") == [["New", "York"], ["hi"]]
+    assert read_input("plain text here\n\nand more\n") == [
+        ["plain", "text", "here"],
+        ["and", "more"],
+    ]

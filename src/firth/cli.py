@@ -247,6 +247,130 @@ def analogy(
         typer.echo(f"  {cos:7.4f}  {word}")
 
 
+@app.command()
+def translate(
+    run: Annotated[str, typer.Argument(help="A run of nmt.runs, e.g. bahdanau.")],
+    beam: Annotated[
+        int | None, typer.Option(help="Beam size (default evaluate_nmt.beam).")
+    ] = None,
+    greedy: Annotated[bool, typer.Option(help="Greedy decoding (beam 1).")] = False,
+    attention: Annotated[
+        bool,
+        typer.Option(help="Also print each output piece's most attended source piece."),
+    ] = False,
+    repo: Annotated[Path, typer.Option(help="The Firth checkout.")] = Path("."),
+) -> None:
+    """Translate stdin, one sentence per line, to stdout with a trained run."""
+    import sys
+
+    from firth.query.translate import translate as run_translate
+
+    lines = sys.stdin.read().splitlines()
+    rows = _asked(
+        lambda: run_translate(
+            repo,
+            repo / "params.yaml",
+            run,
+            lines,
+            beam=1 if greedy else beam,
+            attention=attention,
+        )
+    )
+    for row in rows:
+        typer.echo(row["output"])
+        align = row["alignment"]
+        if attention and align is None:
+            typer.echo(f"  ({run} has no attention)", err=True)
+        elif align:
+            for piece, weights in zip(align["output"], align["weights"], strict=True):
+                j = max(range(len(weights)), key=weights.__getitem__)
+                typer.echo(f"  {piece:>14} <- {align['source'][j]} ({weights[j]:.2f})")
+
+
+@app.command()
+def generate(
+    run: Annotated[str, typer.Argument(help="A run of lm.runs, e.g. lstm.")],
+    prompt: Annotated[str, typer.Option(help="The text to continue.")] = "",
+    samples: Annotated[int, typer.Option(help="How many continuations.")] = 3,
+    tokens: Annotated[
+        int | None, typer.Option(help="Tokens each (default evaluate_lm's).")
+    ] = None,
+    temperature: Annotated[
+        float | None, typer.Option(help="Default evaluate_lm.temperature.")
+    ] = None,
+    repo: Annotated[Path, typer.Option(help="The Firth checkout.")] = Path("."),
+) -> None:
+    """Sample continuations of --prompt from a trained language model."""
+    from firth.query.lm import generate as run_generate
+
+    out = _asked(
+        lambda: run_generate(
+            repo,
+            repo / "params.yaml",
+            run,
+            prompt,
+            samples=samples,
+            tokens=tokens,
+            temperature=temperature,
+        )
+    )
+    for text in out:
+        typer.echo(f"{prompt} | {text}")
+
+
+@app.command()
+def score(
+    run: Annotated[str, typer.Argument(help="A run of lm.runs, e.g. kn5.")],
+    file: Annotated[Path, typer.Argument(help="Text to score, one line per line.")],
+    repo: Annotated[Path, typer.Option(help="The Firth checkout.")] = Path("."),
+) -> None:
+    """Perplexity and bits per character of any text under a trained language
+    model (the text prepared as the corpus was)."""
+    from firth.query.lm import score as run_score
+
+    if not file.is_file():
+        typer.echo(f"error: {file}: not found", err=True)
+        raise typer.Exit(2)
+    lines = file.read_text(encoding="utf-8", errors="strict").splitlines()
+    out = _asked(lambda: run_score(repo, repo / "params.yaml", run, lines))
+    typer.echo(
+        f"{file}: perplexity {out['perplexity']:.2f}, "
+        f"{out['bits_per_char']:.4f} bits/char, {out['tokens']} tokens, "
+        f"{out['characters']} characters, OOV {100 * out['oov_rate']:.2f}%"
+    )
+
+
+@app.command()
+def tag(
+    run: Annotated[str, typer.Argument(help="<data>-<head>, e.g. wnut16-crf.")],
+    seed: Annotated[int | None, typer.Option(help="Default: the first seed.")] = None,
+    init: Annotated[
+        str | None, typer.Option(help="random or sgns (default: the last trained).")
+    ] = None,
+    repo: Annotated[Path, typer.Option(help="The Firth checkout.")] = Path("."),
+) -> None:
+    """Tag stdin (CoNLL, or plain text one sentence per line) with a trained
+    tagger; CoNLL out (token, tag), and the entity spans of BIO tags."""
+    import sys
+
+    from firth.query.tag import read_input, spans
+    from firth.query.tag import tag as run_tag
+
+    sentences = read_input(sys.stdin.read())
+    tags, bio = _asked(
+        lambda: run_tag(
+            repo, repo / "params.yaml", run, sentences, seed=seed, init=init
+        )
+    )
+    for tokens, sent_tags in zip(sentences, tags, strict=True):
+        for token, t in zip(tokens, sent_tags, strict=True):
+            typer.echo(f"{token}\t{t}")
+        if bio:
+            for kind, text in spans(tokens, sent_tags):
+                typer.echo(f"# {kind}: {text}")
+        typer.echo("")
+
+
 flows_app = typer.Typer(help="Prefect flows: the pipeline and scheduled retraining.")
 app.add_typer(flows_app, name="flows")
 

@@ -1,0 +1,89 @@
+"""Tag new sentences with a trained tagger run (``<data>-<head>``, one seed's
+model), as its evaluation tags the test split; BIO tags also give entity spans."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from firth.errors import ConfigError
+from firth.query import NotTrained
+
+
+def read_input(text: str) -> list[list[str]]:
+    """Sentences of tokens: CoNLL (one token per line, the first column, blank
+    lines between sentences; other columns such as gold tags are ignored) when
+    some line holds a tab, else plain text, one sentence per line, split on
+    whitespace."""
+    lines = text.splitlines()
+    if any("\t" in line for line in lines):
+        sents, cur = [], []
+        for line in lines:
+            cols = line.split()
+            if not cols:
+                if cur:
+                    sents.append(cur)
+                cur = []
+            elif cols[0] != "-DOCSTART-":
+                cur.append(cols[0])
+        return sents + ([cur] if cur else [])
+    return [line.split() for line in lines if line.split()]
+
+
+def spans(tokens: list[str], tags: list[str]) -> list[tuple[str, str]]:
+    """(type, text) of each BIO chunk (an I- that continues nothing starts one)."""
+    out: list[tuple[str, list[str]]] = []
+    prev = "O"
+    for token, tag in zip(tokens, tags, strict=True):
+        if tag.startswith("B-") or (
+            tag.startswith("I-") and (prev == "O" or prev[2:] != tag[2:])
+        ):
+            out.append((tag[2:], [token]))
+        elif tag.startswith("I-"):
+            out[-1][1].append(token)
+        prev = tag
+    return [(kind, " ".join(words)) for kind, words in out]
+
+
+def tag(
+    root: Path,
+    params: Path,
+    name: str,
+    sentences: list[list[str]],
+    *,
+    seed: int | None = None,
+    init: str | None = None,
+) -> tuple[list[list[str]], bool]:
+    """The tags of each sentence, and whether the run's tags are BIO."""
+    import torch
+
+    from firth.io import read_json
+    from firth.tagging.data import Vocab, encode
+    from firth.tagging.evaluate import scheme_of
+    from firth.tagging.models import build_tagger
+    from firth.tagging.stage import setup
+    from firth.tagging.train import predict
+
+    data, _, head = name.rpartition("-")
+    if not data:
+        raise ConfigError(f"{name}: a tagger run is <data>-<head>, e.g. wnut16-crf")
+    run = setup(root, params, data, head)
+    seed = run.cfg.seeds[0] if seed is None else seed
+    folder = root / "data" / "taggers" / run.name / f"seed-{seed}"
+    if not (folder / "config.json").exists():
+        raise NotTrained(
+            f"{run.name} (seed {seed}) is not trained yet: "
+            f"dvc repro train-tagger@{run.name}-{seed}"
+        )
+    inits = read_json(folder / "config.json")["inits"]
+    init = init or inits[-1]
+    if init not in inits:
+        raise ConfigError(f"{run.name}: inits are {', '.join(inits)}, not {init}")
+    vocab = Vocab.from_json(read_json(folder / f"vocab-{init}.json"))
+    model = build_tagger(vocab, run.head, run.common)
+    model.load_state_dict(torch.load(folder / f"{init}.pt", weights_only=True))
+    model.to(run.device)
+    sents = [s for s in sentences if s]
+    enc = encode(vocab, [(s, ["O"] * len(s)) for s in sents])
+    pred = iter(predict(model, enc, vocab, batch=64, device=run.device))
+    tags = [next(pred) if s else [] for s in sentences]
+    return tags, scheme_of(vocab.tags) == "BIO"

@@ -1,0 +1,58 @@
+"""Translate new sentences with a trained run of ``nmt.runs``, the way its
+evaluation translates the test split: the same preprocessing (normalize), the
+params' beam settings (``evaluate_nmt``: beam, alpha, penalty, beta; beam 1 is
+greedy), a pointer run copying unknown source spans, and the attention weights of
+a model that has attention."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from firth.config import load_section, load_sections
+from firth.query import NotTrained
+
+
+def translate(
+    root: Path,
+    params: Path,
+    name: str,
+    lines: list[str],
+    *,
+    beam: int | None = None,
+    attention: bool = False,
+) -> list[dict]:
+    """[{source, output, alignment}] per line; ``alignment`` (with ``attention``,
+    for a model with attention): the source and output pieces and the weights
+    [output][source] of greedy decoding, as the report's heatmaps."""
+    from firth.nmt.config import EvaluateNmt, Nmt
+    from firth.nmt.data import Pairs, decode
+    from firth.nmt.stage import Translator, select
+    from firth.prepare.normalize import normalize
+
+    cfg, _ = load_sections("nmt", params, schema=Nmt)
+    ev = load_section("evaluate_nmt", params, schema=EvaluateNmt)
+    run = select(cfg, name)
+    for path, target in (
+        (
+            root / "data" / "tokenizers" / "parallel" / "tokenizer.json",
+            "tokenizer-parallel",
+        ),
+        (root / "data" / "nmt" / name / "model.pt", f"train-nmt@{name}"),
+    ):
+        if not path.exists():
+            raise NotTrained(f"{name} is not trained yet: dvc repro {target}")
+    sources = [normalize(line) for line in lines]
+    keep = [i for i, s in enumerate(sources) if s]
+    rows = [{"source": s, "output": "", "alignment": None} for s in sources]
+    if not keep:
+        return rows
+    kept = [sources[i] for i in keep]
+    pairs = Pairs([str(i) for i in keep], kept, kept)
+    translator = Translator(root, cfg, ev, name, run, pairs)
+    ids, _ = translator.translate(ev.beam if beam is None else beam)
+    oov = translator.test.oov
+    for j, i in enumerate(keep):
+        rows[i]["output"] = decode(translator.tok, ids[j], oov[j])
+        if attention and translator.model.has_attention:
+            rows[i]["alignment"] = translator.heatmap(j, str(i))
+    return rows
