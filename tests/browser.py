@@ -58,3 +58,17 @@ def assert_every_figure_rendered(page: Path, markdown: Path) -> int:
     broken = [i["alt"][:60] for i in shown if not (i["complete"] and i["width"] > 0)]
     assert not broken, f"figures that did not render: {broken}"
     return len(shown)
+
+
+def chrome():
+    """A headless Chromium driven through chromedriver (quit it when done)."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu"):
+        opts.add_argument(arg)
+    opts.add_argument("--disable-dev-shm-usage")
+    opts.add_argument("--disable-background-networking")
+    return webdriver.Chrome(service=Service(DRIVER), options=opts)

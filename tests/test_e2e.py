@@ -305,6 +305,100 @@ def test_every_trained_model_answers_from_the_command_line(repo):
     assert near[0] == "god" and len(near) == 4
 
 
+def test_the_local_page_asks_every_model_in_a_real_browser(repo):
+    """`firth serve`'s page in headless Chromium, with real clicks on the tiny
+    profile's models: a pointer run's translation with its heatmap (a cell per
+    output and source piece) and copy shares, neighbours, an analogy, samples and
+    tagged text; and a run that is not trained answers with its dvc target."""
+    if not (CHROMIUM and DRIVER):
+        pytest.skip("Debian's chromium and chromium-driver are not installed")
+    import socket
+    import threading
+    import time
+
+    import uvicorn
+    from browser import chrome
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    from firth.query.web import make_app
+
+    path, _ = repo
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = uvicorn.Server(
+        uvicorn.Config(make_app(path), host="127.0.0.1", port=port, log_level="error")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.1)
+    driver = chrome()
+    try:
+        driver.get(f"http://127.0.0.1:{port}/")
+        wait = WebDriverWait(driver, 120)
+        wait.until(lambda d: d.execute_script("return document.body.dataset.ready"))
+
+        def click(button, result_css):
+            driver.find_element(By.ID, button).click()
+            return wait.until(
+                lambda d: (
+                    d.find_elements(By.CSS_SELECTOR, result_css)
+                    or d.find_elements(By.CSS_SELECTOR, ".error")
+                )
+            )
+
+        Select(driver.find_element(By.ID, "translate-run")).select_by_value("pointer")
+        [out] = click("translate-go", ".translation")
+        expect = firth_translate(
+            path,
+            "pointer",
+            driver.find_element(By.ID, "translate-text").get_attribute("value"),
+        )
+        assert out.text == expect.strip()
+        rows = driver.find_elements(By.CSS_SELECTOR, "table.heat tbody tr")
+        cells = driver.find_elements(By.CSS_SELECTOR, "table.heat tbody td")
+        sources = driver.find_elements(By.CSS_SELECTOR, "table.heat thead th")
+        assert rows and len(cells) == len(rows) * (len(sources) - 1)
+        shares = driver.find_elements(By.CSS_SELECTOR, ".copy .tok")
+        assert len(shares) == len(rows)  # one copy share per output piece
+        assert all(s.get_attribute("title").startswith("copy ") for s in shares)
+
+        Select(driver.find_element(By.ID, "emb-method")).select_by_value("sgns")
+        found = click("neighbours-go", ".neighbours")
+        assert [p.text.split(":")[0] for p in found] == ["king", "water"]
+        [answer] = click("analogy-go", ".answers")
+        assert answer.text.startswith("man : king :: woman : ")
+
+        Select(driver.find_element(By.ID, "generate-run")).select_by_value("lstm")
+        assert len(click("generate-go", ".sample")) == 3
+
+        Select(driver.find_element(By.ID, "tag-run")).select_by_value("wnut16-crf")
+        [tagged] = click("tag-go", ".tagged")
+        assert len(tagged.find_elements(By.CSS_SELECTOR, ".tok")) == 7
+
+        # a run the params name but that is not trained: its dvc target, no crash
+        driver.execute_script(
+            "const o = document.createElement('option'); o.value = 'nope';"
+            "document.getElementById('translate-run').appendChild(o);"
+        )
+        Select(driver.find_element(By.ID, "translate-run")).select_by_value("nope")
+        [error] = click("translate-go", ".error")
+        assert "nmt.runs has no run 'nope'" in error.text
+    finally:
+        driver.quit()
+        server.should_exit = True
+        thread.join(timeout=30)
+
+
+def firth_translate(path, run: str, text: str) -> str:
+    from firth.query.translate import translate
+
+    rows = translate(path, path / "params.yaml", run, text.splitlines())
+    return "\n".join(r["output"] for r in rows)
+
+
 def test_experiment_queue_sweep_then_firth_compare(repo):
     """A sweep through the DVC experiment queue, two workers, then `firth compare`
     of each queued experiment against the baseline."""

@@ -371,6 +371,27 @@ def tag(
         typer.echo("")
 
 
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Bind address (local only by default).")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[int, typer.Option(help="Port.")] = 8765,
+    repo: Annotated[Path, typer.Option(help="The Firth checkout.")] = Path("."),
+) -> None:
+    """A local page asking every trained model: translation with its attention
+    heatmap and copy shares, neighbours and analogies, samples, tagged text."""
+    import uvicorn
+
+    from firth.query.web import make_app
+
+    if not (repo / "params.yaml").exists():
+        typer.echo(f"error: {repo / 'params.yaml'}: not found", err=True)
+        raise typer.Exit(2)
+    typer.echo(f"Firth: http://{host}:{port}/ (Ctrl-C stops it)")
+    uvicorn.run(make_app(repo), host=host, port=port, log_level="warning")
+
+
 flows_app = typer.Typer(help="Prefect flows: the pipeline and scheduled retraining.")
 app.add_typer(flows_app, name="flows")
 

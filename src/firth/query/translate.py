@@ -43,7 +43,9 @@ def translate(
             raise NotTrained(f"{name} is not trained yet: dvc repro {target}")
     sources = [normalize(line) for line in lines]
     keep = [i for i, s in enumerate(sources) if s]
-    rows = [{"source": s, "output": "", "alignment": None} for s in sources]
+    rows = [
+        {"source": s, "output": "", "alignment": None, "copy": None} for s in sources
+    ]
     if not keep:
         return rows
     kept = [sources[i] for i in keep]
@@ -55,4 +57,24 @@ def translate(
         rows[i]["output"] = decode(translator.tok, ids[j], oov[j])
         if attention and translator.model.has_attention:
             rows[i]["alignment"] = translator.heatmap(j, str(i))
+        if attention and run.pointer:
+            rows[i]["copy"] = copy_shares(translator, ids, j)
     return rows
+
+
+def copy_shares(translator, ids: list[list[int]], j: int) -> dict:
+    """A pointer-generator's output ``ids[j]`` (and </s>) with, per token, the share
+    of its probability that came from copying the source (teacher-forced over the
+    output, as the evaluation's pointer statistics)."""
+    import torch
+
+    from firth.nmt.data import make_batch, pieces
+
+    tok, test = translator.tok, translator.test
+    b = make_batch([j], test.src, ids).to(translator.device)
+    with torch.no_grad():
+        _, share = translator.model.copy_parts(b.src, b.src_mask, b.tgt_in, b.tgt_out)
+    return {
+        "pieces": [*pieces(tok, ids[j], test.oov[j]), "</s>"],
+        "copy_share": [round(float(x), 4) for x in share[0]],
+    }
