@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 STAMP := $(VENV)/.installed
 
-.PHONY: run run-full test setup lint flow browser bench bench-embeddings bench-lm bench-nmt bench-tagger bench-audit bench-dag clean-venv
+.PHONY: run run-full test setup lint flow browser bench bench-embeddings bench-lm bench-nmt bench-tagger bench-audit bench-dag bench-query clean-venv
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -83,6 +83,11 @@ bench-tagger: $(STAMP)
 
 # The contamination audit's streamed scan: words/s and peak memory (~1.5 min on 2
 # cores); needs `make run-full` first (the text corpus and the WNUT-16 test split).
+# The query commands' throughput on the default profile's trained models (after
+# make run): translate and tag sentences/s, score tokens/s, neighbours words/s.
+bench-query: $(STAMP)
+	$(BIN)/python benchmarks/query.py
+
 # The DAG in parallel: `--jobs 2` against a serial run in fresh clones (~55 min on 2
 # cores), then the simulated makespans on 1-16 workers (benchmarks/dag.py).
 bench-dag: $(STAMP)

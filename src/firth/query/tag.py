@@ -44,24 +44,23 @@ def spans(tokens: list[str], tags: list[str]) -> list[tuple[str, str]]:
     return [(kind, " ".join(words)) for kind, words in out]
 
 
-def tag(
+def load(
     root: Path,
     params: Path,
     name: str,
-    sentences: list[list[str]],
     *,
     seed: int | None = None,
     init: str | None = None,
-) -> tuple[list[list[str]], bool]:
-    """The tags of each sentence, and whether the run's tags are BIO."""
+):
+    """The run's trained model (one seed, one init), its vocabulary, its device
+    and whether its tags are BIO."""
     import torch
 
     from firth.io import read_json
-    from firth.tagging.data import Vocab, encode
+    from firth.tagging.data import Vocab
     from firth.tagging.evaluate import scheme_of
     from firth.tagging.models import build_tagger
     from firth.tagging.stage import setup
-    from firth.tagging.train import predict
 
     data, _, head = name.rpartition("-")
     if not data:
@@ -81,9 +80,28 @@ def tag(
     vocab = Vocab.from_json(read_json(folder / f"vocab-{init}.json"))
     model = build_tagger(vocab, run.head, run.common)
     model.load_state_dict(torch.load(folder / f"{init}.pt", weights_only=True))
-    model.to(run.device)
+    return model.to(run.device), vocab, run.device, scheme_of(vocab.tags) == "BIO"
+
+
+def predict_tags(model, vocab, device, sentences: list[list[str]]) -> list[list[str]]:
+    from firth.tagging.data import encode
+    from firth.tagging.train import predict
+
     sents = [s for s in sentences if s]
     enc = encode(vocab, [(s, ["O"] * len(s)) for s in sents])
-    pred = iter(predict(model, enc, vocab, batch=64, device=run.device))
-    tags = [next(pred) if s else [] for s in sentences]
-    return tags, scheme_of(vocab.tags) == "BIO"
+    pred = iter(predict(model, enc, vocab, batch=64, device=device))
+    return [next(pred) if s else [] for s in sentences]
+
+
+def tag(
+    root: Path,
+    params: Path,
+    name: str,
+    sentences: list[list[str]],
+    *,
+    seed: int | None = None,
+    init: str | None = None,
+) -> tuple[list[list[str]], bool]:
+    """The tags of each sentence, and whether the run's tags are BIO."""
+    model, vocab, device, bio = load(root, params, name, seed=seed, init=init)
+    return predict_tags(model, vocab, device, sentences), bio
