@@ -25,36 +25,8 @@ log = logging.getLogger(__name__)
 SPLITS = ("train", "valid", "test")
 
 
-def bio_tag(tag: str) -> bool:
-    return tag == "O" or (tag[:2] in ("B-", "I-") and len(tag) > 2)
-
-
 def is_bio(tags: Counter) -> bool:
-    return all(bio_tag(t) for t in tags)
-
-
-def check_mostly_bio(tags: Counter, files: list[Path]) -> None:
-    """A corpus whose tags are BIO but for a few (``0``, ``PER``, ``B_PER``) is an
-    error naming the first such tag's file and line: read as plain tags it would
-    lose the entity scoring silently. Mostly BIO: some ``B-``/``I-`` tag, and BIO
-    tags on at least half of the tokens."""
-    bad = {t: n for t, n in tags.items() if not bio_tag(t)}
-    chunked = any(t[:2] in ("B-", "I-") for t in tags)
-    total = sum(tags.values())
-    if not bad or not chunked or 2 * sum(bad.values()) > total:
-        return
-    summary = ", ".join(f"{t!r} x{n}" for t, n in sorted(bad.items())[:5])
-    for path in files:
-        with open(path, encoding="utf-8") as f:
-            for lineno, line in enumerate(f, 1):
-                cols = line.split()
-                if len(cols) >= 2 and cols[0] != "-DOCSTART-" and cols[-1] in bad:
-                    raise DataError(
-                        f"{path}:{lineno}: tag {cols[-1]!r} is not BIO (O, B-X or "
-                        f"I-X), but {total - sum(bad.values())} of {total} tags "
-                        f"are; not BIO: {summary}"
-                    )
-    raise DataError(f"{files[0].parent}: tags that are not BIO: {summary}")
+    return all(t == "O" or t[:2] in ("B-", "I-") for t in tags)
 
 
 def repair_bio(tags: list[str]) -> tuple[list[str], int]:
@@ -103,7 +75,6 @@ def prepare_tagged(
     tag_counts = Counter(
         t for sents in splits.values() for _, tags in sents for t in tags
     )
-    check_mostly_bio(tag_counts, sorted(raw_dir.glob("*.conll")))
     scheme = "BIO" if is_bio(tag_counts) else "tags"
     repaired = Counter()
     if scheme == "BIO":
