@@ -228,7 +228,8 @@ def test_parallel_flow_in_a_fresh_clone_gives_the_serial_runs_outputs(
     repo, tmp_path, monkeypatch
 ):
     """The whole tiny DAG through the Prefect flow with --jobs 2, in a fresh clone
-    of the committed serial run (no outputs, no cache: every stage runs). Every
+    of the committed serial run (no outputs, no cache: every stage with a cached
+    output runs). Every
     output equals the serial run's: the same dvc.lock hash, or for the files that
     hold clock readings the same content without them. Only gensim, trained with
     2 worker threads, is not bit-reproducible (docs/embeddings.md) and is left
@@ -246,7 +247,16 @@ def test_parallel_flow_in_a_fresh_clone_gives_the_serial_runs_outputs(
     with prefect_test_harness(server_startup_timeout=120):
         ran = flow_module.pipeline(str(clone), jobs=2)
     lock = yaml.safe_load((path / "dvc.lock").read_text())["stages"]
-    assert ran == {stage: True for stage in lock}
+    assert set(ran) == set(lock)
+    # a stage with an output only DVC's cache holds had to run in the fresh clone;
+    # one whose outputs are all committed (an evaluation's metrics) is up to date
+    # once its inputs came out the same, as `dvc repro` would find it
+    cached = {
+        s
+        for s, e in lock.items()
+        if any(not o["path"].startswith("reports/") for o in e["outs"])
+    }
+    assert cached and all(ran[s] for s in cached)
     theirs = yaml.safe_load((clone / "dvc.lock").read_text())["stages"]
     differ = []
     for stage, entry in lock.items():

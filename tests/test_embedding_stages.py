@@ -67,6 +67,22 @@ def test_stage_outputs(project, method):
     assert "capital-common-countries" in sections.read_text()
 
 
+@pytest.mark.parametrize("method", METHODS)
+def test_a_run_records_exactly_the_params_its_stage_declares(project, method):
+    """config.json holds `common` and the method's own sections, the params
+    dvc.yaml declares for its stage: a setting of another method (glove's epochs
+    for SGNS) would make the output differ between runs that DVC calls equal."""
+    from firth.embeddings.methods import READS
+
+    spec = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    declared = spec[f"train-embeddings-{method}"]["do"]["params"]
+    sections = {p.removeprefix("embeddings.") for p in declared}
+    assert sections == {"common", *READS[method]}
+    folder = project / "data" / "embeddings" / method / "seed-13"
+    recorded = json.loads((folder / "config.json").read_text())["embeddings"]
+    assert set(recorded) == sections
+
+
 def test_seeds_are_summarised_with_every_run(project):
     ev = load(project / "reports/embeddings/sgns/eval.json", EmbeddingEval)
     assert ev.seeds == [13, 14] and set(ev.runs) == {"13", "14"}

@@ -327,7 +327,11 @@ def test_pools_fan_out_runs_ready_stages_at_once_on_two_workers_per_pool(
         for w in workers:
             w.terminate()
         for w in workers:
-            w.wait(timeout=60)
+            try:
+                w.wait(timeout=60)
+            except subprocess.TimeoutExpired:  # (a worker slow to shut down)
+                w.kill()
+                w.wait()
     assert sent == {s: True for s in spec["stages"]}
     rows = [line.split() for line in events.read_text().splitlines()]
     starts = [r for r in rows if r[1] == "start"]

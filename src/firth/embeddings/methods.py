@@ -33,6 +33,15 @@ from firth.embeddings.vectors import Embedding
 log = logging.getLogger(__name__)
 
 METHODS = ("sgns", "subword", "ppmi-svd", "glove", "gensim")
+# the sections of ``embeddings`` each method reads, besides ``common`` (its stage's
+# params in dvc.yaml; a test checks they agree)
+READS = {
+    "sgns": ("sgns",),
+    "subword": ("sgns", "subword"),
+    "ppmi-svd": ("ppmi",),
+    "glove": ("glove",),
+    "gensim": ("gensim",),
+}
 
 
 @dataclass

@@ -17,7 +17,7 @@ from firth.checkpoint import Checkpoint, run_key
 from firth.config import Embeddings, EvaluateEmbeddings, check_seed
 from firth.embeddings.analogy import METHODS, evaluate_analogies, read_analogies
 from firth.embeddings.corpus import load_corpus
-from firth.embeddings.methods import train_method
+from firth.embeddings.methods import READS, train_method
 from firth.embeddings.results import (
     EmbeddingDetail,
     EmbeddingEval,
@@ -36,13 +36,20 @@ log = logging.getLogger(__name__)
 SECTION_COLUMNS = ["set", "vocab", "section", "questions", "covered", *METHODS]
 
 
+def settings_of(cfg: Embeddings, method: str) -> dict:
+    """The params ``method`` reads: ``common`` and its own sections (READS), and
+    nothing else, so its outputs never record a setting it does not depend on."""
+    dumped = cfg.model_dump()
+    return {k: dumped[k] for k in ("common", *READS[method])}
+
+
 def checkpoint(root: Path, cfg: Embeddings, method: str, seed: int, corpus: str):
     """Where an iterative trainer checkpoints, keyed by its settings and data."""
     return Checkpoint(
         root / "data" / "checkpoints" / "embeddings" / f"{method}-seed{seed}.pt",
         run_key(
             method=method,
-            params=cfg.model_dump(exclude={"seeds"}),
+            params=settings_of(cfg, method),
             seed=seed,
             corpus=corpus,
             device=cfg.common.device,
@@ -71,7 +78,7 @@ def train(
     settings = {
         "method": method,
         "seed": seed,
-        "embeddings": cfg.model_dump(exclude={"seeds"}),
+        "embeddings": settings_of(cfg, method),
         "corpus": str(src.relative_to(root)),
         "corpus_sha256": data_hash,
     }
