@@ -7,6 +7,7 @@ import itertools
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,7 @@ def harness():
 
 FLAKY = """\
 import sys
+import time
 from pathlib import Path
 from pathlib import Path
 count = Path("attempts")
@@ -234,15 +236,46 @@ import os, sys, time
 from pathlib import Path
 name, seconds, out = sys.argv[1], float(sys.argv[2]), Path(sys.argv[3])
 node = os.environ.get("FIRTH_NODE_REPO", "here")
-with open(os.environ["FIRTH_EVENTS"], "a") as f:
+events = Path(os.environ["FIRTH_EVENTS"])
+with events.open("a") as f:
     f.write(f"{name} start {time.time()} {node}\\n")
+# The two trainings wait (up to 5 minutes) for each other to start: they overlap
+# only if two workers run them at once, however slow a loaded machine starts them.
+other = {"train-a": "train-b", "train-b": "train-a"}.get(name)
+deadline = time.time() + 300
+while other and f"{other} start" not in events.read_text() and time.time() < deadline:
+    time.sleep(0.2)
 time.sleep(seconds)
 inputs = "".join(Path(p).read_text() for p in sys.argv[4:])
 out.parent.mkdir(parents=True, exist_ok=True)
 out.write_text(f"{name}\\n{inputs}")
-with open(os.environ["FIRTH_EVENTS"], "a") as f:
+with events.open("a") as f:
     f.write(f"{name} end {time.time()} {node}\\n")
 """
+
+
+def wait_for_workers(names, processes, logs, timeout=180):
+    """Block until each pool lists its named workers (they heartbeat on start);
+    fail with their logs when one has exited or the time is up."""
+    from prefect.client.orchestration import get_client
+
+    deadline = time.monotonic() + timeout
+    while True:
+        with get_client(sync_client=True) as client:
+            seen = {
+                pool: {w.name for w in client.read_workers_for_work_pool(pool)}
+                for pool in names
+            }
+        missing = [n for pool, ns in names.items() for n in ns if n not in seen[pool]]
+        if not missing:
+            return
+        dead = [p.args[-1] for p in processes if p.poll() is not None]
+        if dead or time.monotonic() > deadline:
+            text = "\n".join(
+                f"--- {n}\n{(logs / f'{n}.log').read_text()[-2000:]}" for n in missing
+            )
+            pytest.fail(f"workers not started: {missing} (exited: {dead})\n{text}")
+        time.sleep(1)
 
 
 def test_pools_fan_out_runs_ready_stages_at_once_on_two_workers_per_pool(
@@ -270,8 +303,8 @@ def test_pools_fan_out_runs_ready_stages_at_once_on_two_workers_per_pool(
     spec = {
         "stages": {
             "prepare": stage("prepare"),
-            "train-a": stage("train-a", ["prepare"], seconds=12),
-            "train-b": stage("train-b", ["prepare"], seconds=12),
+            "train-a": stage("train-a", ["prepare"], seconds=1),
+            "train-b": stage("train-b", ["prepare"], seconds=1),
             "evaluate": stage("evaluate", ["train-a", "train-b"]),
         }
     }
@@ -322,6 +355,14 @@ def test_pools_fan_out_runs_ready_stages_at_once_on_two_workers_per_pool(
                 )
         coordinator = tmp_path / "coordinator"
         git(["clone", "-q", str(origin), str(coordinator)], tmp_path, env)
+        # Fan out only once every worker has checked in: on a loaded machine a
+        # worker takes a while to start, and one that is not polling yet would
+        # leave both training runs to the other.
+        wait_for_workers(
+            {p: [f"{p}-{i}" for i in (1, 2)] for p in ("firth-cpu", "firth-gpu")},
+            workers,
+            tmp_path,
+        )
         sent = pools.pipeline_on_pools(str(coordinator), jobs=8)
     finally:
         for w in workers:
@@ -338,7 +379,10 @@ def test_pools_fan_out_runs_ready_stages_at_once_on_two_workers_per_pool(
     # every stage ran once, on a node of its pool (none on the orchestrator)
     assert sorted(r[0] for r in starts) == sorted(spec["stages"])
     where = {r[0]: Path(r[3]).name for r in starts}
-    assert {where["train-a"], where["train-b"]} == {"firth-gpu-1", "firth-gpu-2"}
+    logs = "\n".join(
+        f"--- {p.name}\n{p.read_text()[-1500:]}" for p in sorted(tmp_path.glob("*.log"))
+    )
+    assert {where["train-a"], where["train-b"]} == {"firth-gpu-1", "firth-gpu-2"}, logs
     assert where["prepare"].startswith("firth-cpu")
     t = {(r[0], r[1]): float(r[2]) for r in rows}
     assert t["train-a", "start"] < t["train-b", "end"]  # the two trainings
