@@ -24,8 +24,11 @@ with no measurement count 0 s and are listed.
 
 Both write benchmarks/results/dag.json (each keeps the other's part):
 
-    python benchmarks/dag.py measure
+    python benchmarks/dag.py measure [--control] [--keep DIR]
     python benchmarks/dag.py simulate
+
+--keep DIR leaves the clones in DIR, trained (the serial one is the default profile
+after `make run`: benchmarks/query.py can then run there with FIRTH_PROJECT).
 """
 
 from __future__ import annotations
@@ -121,12 +124,15 @@ def _drop(tree):
     return tree
 
 
-def measure(control: bool) -> dict:
+def measure(control: bool, keep: Path | None = None) -> dict:
     env = environment()
     runs: dict = {}
     names = ("serial", "jobs-2-1thread") + (("serial-1thread",) if control else ())
     with tempfile.TemporaryDirectory(prefix="firth-dag-") as tmp:
         where = Path(tmp)
+        if keep is not None:  # (the clones stay, trained, for other benchmarks)
+            keep.mkdir(parents=True, exist_ok=False)
+            where = keep
         clones = {}
         for name in names:
             clone = fresh_clone(where, name)
@@ -244,6 +250,12 @@ def main() -> None:
     p.add_argument("what", choices=("measure", "simulate"))
     p.add_argument("--out", type=Path, default=RESULTS / "dag.json")
     p.add_argument("--control", action="store_true", help="also serial, 1 thread")
+    p.add_argument(
+        "--keep",
+        type=Path,
+        metavar="DIR",
+        help="make the clones in DIR (a new folder) and keep them",
+    )
     args = p.parse_args()
     result = json.loads(args.out.read_text()) if args.out.exists() else {}
     head = subprocess.run(
@@ -251,7 +263,7 @@ def main() -> None:
     ).stdout.strip()
     result["machine"] = machine()
     if args.what == "measure":
-        result["measured"] = measure(args.control) | {"commit": head}
+        result["measured"] = measure(args.control, args.keep) | {"commit": head}
     else:
         sims = {}
         seconds, source = default_seconds(result)

@@ -213,3 +213,57 @@ def test_stage_seconds_adds_an_interrupted_stage_to_its_resumed_run(tmp_path):
     assert stages["b"]["seconds"] == 10.0 and "partial_seconds" not in stages["b"]
     assert stages["a"]["seconds"] == 3.5 and stages["b"]["commit"] == "c2"
     assert ss.spans([], end=1.0) == []
+
+
+def test_the_reports_dag_section_shows_the_measured_and_simulated_runs():
+    from firth.dag_report import dag_section
+
+    assert dag_section(None) is None and dag_section({"machine": {}}) is None
+    workers = {
+        str(w): {
+            "makespan_seconds": 600 / w + 100,
+            "ideal_seconds": 600 / w,
+            "speedup": 0,
+        }
+        for w in (1, 2, 4)
+    }
+    stages = [{"stage": "a", "seconds": 1.0}]
+    result = {
+        "machine": {"cpus": 2},
+        "measured": {
+            "commit": "abcdef0123",
+            "speedup_jobs2_vs_serial": 1.5,
+            "runs": {
+                "serial": {"seconds": 1800.0, "stages": stages},
+                "jobs-2-1thread": {
+                    "seconds": 1200.0,
+                    "command": "flows/pipeline.py -j 2",
+                    "stages": stages * 2,
+                    "dvc_status_clean": True,
+                },
+            },
+        },
+        "simulated": {
+            "commit": "abcdef0123",
+            "default": {
+                "stages": 95,
+                "work_seconds": 600.0,
+                "critical_path": {"seconds": 100.0, "stages": ["a"]},
+                "workers": workers,
+            },
+        },
+    }
+    sec = dag_section(result)
+    assert "30.0 min" in sec.intro and "20.0 min" in sec.intro and "1.50x" in sec.intro
+    (_, (_, measured)), (_, (header, rows)) = sec.tables
+    assert measured == [["serial", "1800", "1"], ["jobs-2-1thread", "1200", "2"]]
+    assert header[-1] == "4 workers (s)" and rows[0][:4] == [
+        "default",
+        "95",
+        "600",
+        "100",
+    ]
+    assert rows[0][4:] == ["700 (0.0x)", "400 (0.0x)", "250 (0.0x)"]
+    assert sec.figures[0][1].startswith(b"\x89PNG")
+    result["measured"]["runs"]["jobs-2-1thread"]["dvc_status_clean"] = False
+    assert "NOT clean" in dag_section(result).intro

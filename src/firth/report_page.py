@@ -11,6 +11,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from firth.dag_report import dag_section
 from firth.embeddings.report import embeddings_section
 from firth.embeddings.results import EmbeddingDetail, EmbeddingEval, EmbeddingTrain
 from firth.findings import findings, scorecard
@@ -40,7 +41,7 @@ BUILT_FROM = (
     "reports/data/*.json, reports/tokenizers/*.csv, "
     "reports/embeddings/*/*.json, reports/lm/*/*, reports/nmt/*/*, "
     "reports/tagging/*/*, reports/nli/*/*, reports/audit/*.json, "
-    "benchmarks/results/{embeddings,lm,nmt,tagger}.json, "
+    "benchmarks/results/{embeddings,lm,nmt,tagger,dag}.json, "
     "reports/sources/*/*.json"
 )
 
@@ -394,6 +395,9 @@ def build(root: Path, params: dict, bench: Path) -> tuple[list[Section], dict]:
     page = Page(root, params, revision, sources, bench, data_sections(root, sources))
     for card in (embeddings_card, lm_card, nmt_card, tagging_card, nli_card):
         card(page)
+    pipeline = dag_section(page.benchmark("dag"))
+    if pipeline is not None:
+        page.sections.append(pipeline)
     e = page.evals
     baselines = None
     if any(e.values()):
