@@ -240,6 +240,7 @@ def test_the_reports_dag_section_shows_the_measured_and_simulated_runs():
                     "command": "flows/pipeline.py -j 2",
                     "stages": stages * 2,
                     "dvc_status_clean": True,
+                    "cpu_steal_share": 0.123,
                 },
             },
         },
@@ -256,7 +257,10 @@ def test_the_reports_dag_section_shows_the_measured_and_simulated_runs():
     sec = dag_section(result)
     assert "30.0 min" in sec.intro and "20.0 min" in sec.intro and "1.50x" in sec.intro
     (_, (_, measured)), (_, (header, rows)) = sec.tables
-    assert measured == [["serial", "1800", "1"], ["jobs-2-1thread", "1200", "2"]]
+    assert measured == [
+        ["serial", "1800", "1", "not measured"],
+        ["jobs-2-1thread", "1200", "2", "12%"],
+    ]
     assert header[-1] == "4 workers (s)" and rows[0][:4] == [
         "default",
         "95",

@@ -16,6 +16,10 @@ def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min"
 
 
+def _share(x: float | None) -> str:
+    return "not measured" if x is None else f"{100 * x:.0f}%"
+
+
 def dag_section(result: dict | None) -> Section | None:
     """None when the benchmark has not been run."""
     if not result or not (result.get("measured") or result.get("simulated")):
@@ -38,11 +42,11 @@ def dag_section(result: dict | None) -> Section | None:
         )
         rows = [
             [name, f"{run['seconds']:.0f}", str(len(run["stages"]))]
+            + [_share(run.get("cpu_steal_share"))]
             for name, run in runs.items()
         ]
-        sec.tables.append(
-            ("Measured wall time", (["run", "seconds", "stages run"], rows))
-        )
+        header = ["run", "seconds", "stages run", "CPU time stolen by the hypervisor"]
+        sec.tables.append(("Measured wall time", (header, rows)))
     sims = {k: v for k, v in (result.get("simulated") or {}).items() if k != "commit"}
     if sims:
         lines.append(
