@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 STAMP := $(VENV)/.installed
 
-.PHONY: run run-full test setup lint flow browser bench bench-embeddings bench-lm bench-nmt bench-tagger bench-audit bench-dag bench-query clean-venv
+.PHONY: run run-full test setup lint flow browser bench bench-embeddings bench-lm bench-nmt bench-tagger bench-audit bench-dag bench-query bench-determinism clean-venv
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -93,6 +93,11 @@ bench-query: $(STAMP)
 bench-dag: $(STAMP)
 	$(BIN)/python benchmarks/dag.py measure
 	$(BIN)/python benchmarks/dag.py simulate
+
+# Repeated LSTM trainings compared byte for byte, 1 and 2 threads, with and without
+# MKL_CBWR=AUTO,STRICT (~20 min on 2 cores); needs data/subsampled/text (make run).
+bench-determinism: $(STAMP)
+	$(BIN)/python benchmarks/determinism.py
 
 bench-audit: $(STAMP)
 	FIRTH_PROJECT=$(CURDIR)/profiles/full $(BIN)/python benchmarks/audit.py

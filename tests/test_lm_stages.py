@@ -4,6 +4,9 @@ background corpus, split 240/30/30 lines) with the tiny profile's settings."""
 import functools
 import json
 import math
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -189,3 +192,34 @@ def test_bpe_unit_scores_every_character(tmp_path):
     )
     assert kn["test"]["oov_rate"] == 0
     assert math.isfinite(lstm["test"]["bits_per_char"])
+
+
+def _weights_in_a_fresh_process(root, threads: int, cbwr: str | None) -> bytes:
+    """The LSTM run trained by its stage in a new process; MKL_CBWR set to
+    ``cbwr``, or unset (MKL's default)."""
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    params["lm"]["common"]["threads"] = threads
+    (root / "params.yaml").write_text(yaml.safe_dump(params))
+    env = {k: v for k, v in os.environ.items() if k != "MKL_CBWR"}
+    if cbwr is not None:
+        env["MKL_CBWR"] = cbwr
+    subprocess.run(
+        [sys.executable, str(ROOT / "stages" / "train_lm.py"), "lstm"]
+        + ["--root", str(root)],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    state = torch.load(root / "data/lm/lstm/model.pt", weights_only=True)
+    return b"".join(state[k].contiguous().numpy().tobytes() for k in sorted(state))
+
+
+def test_where_training_is_bit_identical(tmp_path):
+    """docs/measured.md, Determinism: the same seed, params, thread count and
+    machine give byte-identical weights in fresh processes; with MKL's conditional
+    numerical reproducibility (MKL_CBWR=AUTO,STRICT) also across thread counts."""
+    _project(tmp_path)
+    first = _weights_in_a_fresh_process(tmp_path, 2, None)
+    assert _weights_in_a_fresh_process(tmp_path, 2, None) == first
+    strict = _weights_in_a_fresh_process(tmp_path, 1, "AUTO,STRICT")
+    assert _weights_in_a_fresh_process(tmp_path, 2, "AUTO,STRICT") == strict
