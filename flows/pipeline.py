@@ -208,14 +208,13 @@ fetch_stage = run_stage.with_options(retries=3, retry_delay_seconds=5)
 class Schedule:
     """Which stage may start now: at most ``jobs`` at once, their threads within
     ``cpus`` (a stage asking for more runs alone), and a stage whose name starts
-    with one of ``gpu_prefixes`` holding ``stage.gpus`` of ``gpus`` (when ``gpus``
-    is not None; the others then see no GPU)."""
+    that trains (``firth.dag.is_training``) holding ``stage.gpus`` of ``gpus`` (when
+    ``gpus`` is not None; the others then see no GPU)."""
 
     graph: dag.Dag
     jobs: int
     cpus: int
     gpus: list[str] | None = None
-    gpu_prefixes: tuple[str, ...] = ("train-",)
     held: dict[str, Slot] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -230,7 +229,7 @@ class Schedule:
                     )
 
     def needs_gpu(self, name: str) -> bool:
-        return self.gpus is not None and name.startswith(self.gpu_prefixes)
+        return self.gpus is not None and dag.is_training(name)
 
     def take(self, name: str) -> Slot | None:
         """A slot for ``name`` if it can start now, else None."""

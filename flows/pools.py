@@ -37,10 +37,6 @@ from pipeline import ROOT, Schedule, Slot, dvc, run_graph  # noqa: E402
 NODE = "FIRTH_NODE_REPO"  # a worker's own workspace (default: the flow's checkout)
 
 
-def is_training(stage: str) -> bool:
-    return stage.startswith("train-")
-
-
 def _git(args: list[str], repo: Path) -> str:
     proc = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -138,7 +134,7 @@ def pipeline_on_pools(
     logger.info("%d stages to %s (train-*) and %s (the rest)", len(graph), gpu, cpu)
 
     def submit(name: str, slot: Slot) -> PrefectFuture:
-        return on_pool.submit(name, gpu if is_training(name) else cpu, commit)
+        return on_pool.submit(name, gpu if dag.is_training(name) else cpu, commit)
 
     schedule = Schedule(graph, jobs, cpus=10**6)  # the workers hold the machines
     outcome = run_graph(graph, submit, schedule, keep_going=keep_going)

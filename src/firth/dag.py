@@ -104,6 +104,15 @@ class Dag:
         )
 
 
+TRAINING = ("train-",)  # the stages that train a model
+
+
+def is_training(name: str) -> bool:
+    """Whether stage ``name`` trains a model: what a GPU serves, whether a GPU
+    of the local flow (``--gpus``) or the GPU work pool."""
+    return name.startswith(TRAINING)
+
+
 # --- reading the graph from DVC ------------------------------------------------------
 
 
