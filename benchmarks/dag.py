@@ -242,6 +242,9 @@ def full_seconds(repo: Path) -> tuple[dict[str, float], str]:
         for out, _ in stage.outs:
             if out.endswith("train.json") and (repo / out).exists():
                 record = json.loads((repo / out).read_text())
+                inits = record.get("inits")  # a tagger: one model per initialisation
+                if isinstance(inits, list) and inits:
+                    record = {"seconds": sum(i.get("train_seconds", 0) for i in inits)}
                 for key in ("train_seconds", "seconds", "build_seconds"):
                     if isinstance(record.get(key), int | float):
                         seconds[name] = record[key]

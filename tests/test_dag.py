@@ -247,6 +247,8 @@ def test_the_reports_dag_section_shows_the_measured_and_simulated_runs():
         "simulated": {
             "commit": "abcdef0123",
             "default": {
+                "source": "front_door.json",
+                "unmeasured_stages": ["b"],
                 "stages": 95,
                 "work_seconds": 600.0,
                 "critical_path": {"seconds": 100.0, "stages": ["a"]},
@@ -261,13 +263,10 @@ def test_the_reports_dag_section_shows_the_measured_and_simulated_runs():
         ["serial", "1800", "1", "not measured"],
         ["jobs-2-1thread", "1200", "2", "12%"],
     ]
-    assert header[-1] == "4 workers (s)" and rows[0][:4] == [
-        "default",
-        "95",
-        "600",
-        "100",
-    ]
-    assert rows[0][4:] == ["700 (0.0x)", "400 (0.0x)", "250 (0.0x)"]
+    assert header[-1] == "4 workers (s)"
+    assert rows[0][:5] == ["default", "95", "1", "600", "100"]
+    assert rows[0][5:] == ["700 (0.0x)", "400 (0.0x)", "250 (0.0x)"]
+    assert "default: front_door.json" in sec.intro
     assert sec.figures[0][1].startswith(b"\x89PNG")
     result["measured"]["runs"]["jobs-2-1thread"]["dvc_status_clean"] = False
     assert "NOT clean" in dag_section(result).intro

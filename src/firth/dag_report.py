@@ -53,14 +53,18 @@ def dag_section(result: dict | None) -> Section | None:
             "Simulated: list scheduling of each profile's DAG (longest remaining "
             "chain first) from its measured seconds per stage, against the "
             "critical path and the ideal bound max(critical path, work / workers). "
-            "Stages without a measurement count 0 s (listed in dag.json)."
+            "Stages without a measurement count 0 s (listed in dag.json), so those "
+            "makespans are lower bounds. Seconds from: "
+            + "; ".join(f"{name}: {s['source']}" for name, s in sims.items())
+            + "."
         )
         workers = list(next(iter(sims.values()))["workers"])
-        header = ["profile", "stages", "work (s)", "critical path (s)"]
+        header = ["profile", "stages", "unmeasured", "work (s)", "critical path (s)"]
         header += [f"{w} workers (s)" for w in workers]
         rows = []
         for name, s in sims.items():
-            row = [name, str(s["stages"]), f"{s['work_seconds']:.0f}"]
+            row = [name, str(s["stages"]), str(len(s.get("unmeasured_stages", [])))]
+            row.append(f"{s['work_seconds']:.0f}")
             row.append(f"{s['critical_path']['seconds']:.0f}")
             for w in workers:
                 cell = s["workers"][w]
