@@ -46,7 +46,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine, write_result  # noqa: E402
-from front_door import environment, fresh_clone, timed  # noqa: E402
+from front_door import STAGE, environment, fresh_clone, timed  # noqa: E402
 
 from firth import dag  # noqa: E402
 
@@ -203,6 +203,77 @@ def measure(control: bool, keep: Path | None = None) -> dict:
     return result
 
 
+def serial_from_log(log: Path) -> dict:
+    """A serial run's record from the log ``timed`` wrote (each line prefixed with
+    the seconds since the start): each stage runs to the next one's start, the
+    total to the last line."""
+    rows = []
+    for line in log.read_text().splitlines():
+        head, _, text = line.strip().partition(" ")
+        try:
+            rows.append((float(head), text))
+        except ValueError:
+            continue
+    starts = [(m.group(1), t) for t, text in rows if (m := STAGE.search(text))]
+    total = rows[-1][0]
+    return {
+        "command": "dvc repro",
+        "exit_code": 0 if "Use `dvc push`" in rows[-1][1] else None,
+        "seconds": round(total, 1),
+        "stages": [
+            {
+                "stage": name,
+                "seconds": round(
+                    (starts[i + 1][1] if i + 1 < len(starts) else total) - t, 2
+                ),
+            }
+            for i, (name, t) in enumerate(starts)
+        ],
+        "cpu_steal_share": None,
+    }
+
+
+def collect(keep: Path) -> dict:
+    """The measured part from what ``measure --keep DIR`` and the flow left in
+    DIR, for a measure that stopped after its serial run: DIR/serial.log, and the
+    flow run by hand in DIR/jobs-2-1thread with ``python flows/pipeline.py -j 2``,
+    its wall time in flow.start/flow.end (epoch seconds), /proc/stat's first line
+    before and after in flow.stat, its exit code in flow.rc and `dvc status` after
+    it in flow.status."""
+    serial = serial_from_log(keep / "serial.log")
+    clone = keep / "jobs-2-1thread"
+    record = json.loads((clone / ".dvc/tmp/firth-flow/run.json").read_text())
+    ticks = [
+        (sum(int(x) for x in f[1:9]), int(f[8]))
+        for f in (
+            line.split() for line in (keep / "flow.stat").read_text().splitlines()
+        )
+    ]
+    seconds = float((keep / "flow.end").read_text()) - float(
+        (keep / "flow.start").read_text()
+    )
+    flow = {
+        "command": "flows/pipeline.py -j 2",
+        "exit_code": int((keep / "flow.rc").read_text()),
+        "seconds": round(seconds, 1),
+        "stages": [
+            {
+                "stage": s,
+                "seconds": round(t["end"] - t["start"], 2),
+                "start": t["start"],
+            }
+            for s, t in record["stages"].items()
+        ],
+        "dvc_status_clean": "up to date" in (keep / "flow.status").read_text(),
+        "cpu_steal_share": steal_share(ticks[0], ticks[1]),
+    }
+    return {
+        "runs": {"serial": serial, "jobs-2-1thread": flow},
+        "speedup_jobs2_vs_serial": round(serial["seconds"] / flow["seconds"], 3),
+        "collected_from": str(keep),
+    }
+
+
 def simulate(profile: str, repo: Path, seconds: dict[str, float], source: str) -> dict:
     """Makespans of ``repo``'s DAG with ``seconds`` per stage; a stage without a
     measurement counts 0 s and is listed (the makespans are then lower bounds)."""
@@ -272,7 +343,7 @@ def default_seconds(result: dict) -> tuple[dict[str, float], str]:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("what", choices=("measure", "simulate"))
+    p.add_argument("what", choices=("measure", "collect", "simulate"))
     p.add_argument("--out", type=Path, default=RESULTS / "dag.json")
     p.add_argument("--control", action="store_true", help="also serial, 1 thread")
     p.add_argument(
@@ -289,6 +360,10 @@ def main() -> None:
     result["machine"] = machine()
     if args.what == "measure":
         result["measured"] = measure(args.control, args.keep) | {"commit": head}
+    elif args.what == "collect":
+        if args.keep is None:
+            raise SystemExit("collect reads the folder of measure --keep DIR")
+        result["measured"] = collect(args.keep) | {"commit": head}
     else:
         sims = {}
         seconds, source = default_seconds(result)

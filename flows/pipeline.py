@@ -376,6 +376,20 @@ def pipeline(
     return done
 
 
+@contextlib.contextmanager
+def patient_server(seconds: int = 120) -> Iterator[None]:
+    """Give Prefect's ephemeral server (no PREFECT_API_URL set) ``seconds`` to
+    start rather than its default 20: on a busy 2-core machine it took longer,
+    and the flow failed before running a stage."""
+    from prefect.settings import (
+        PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS as timeout,
+    )
+    from prefect.settings import temporary_settings
+
+    with temporary_settings(updates={timeout: max(seconds, timeout.value())}):
+        yield
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repo", default=str(ROOT))
@@ -385,14 +399,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--keep-going", action="store_true")
     parser.add_argument("targets", nargs="*", help="stages (default: every stage)")
     args = parser.parse_args(argv)
-    ran = pipeline(
-        args.repo,
-        jobs=args.jobs,
-        cpus=args.cpus,
-        gpus=args.gpus,
-        targets=args.targets or None,
-        keep_going=args.keep_going,
-    )
+    with patient_server():
+        ran = pipeline(
+            args.repo,
+            jobs=args.jobs,
+            cpus=args.cpus,
+            gpus=args.gpus,
+            targets=args.targets or None,
+            keep_going=args.keep_going,
+        )
     print(
         f"{sum(ran.values())} of {len(ran)} stages ran; report: "
         f"{Path(args.repo) / 'reports' / 'index.html'}"

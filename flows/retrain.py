@@ -29,7 +29,7 @@ from prefect.logging import get_run_logger
 from prefect.states import Completed, Failed
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from pipeline import ROOT, _env, dvc, stage_order  # noqa: E402
+from pipeline import ROOT, _env, dvc, patient_server, stage_order  # noqa: E402
 
 from firth import compare as cmp  # noqa: E402
 
@@ -224,6 +224,7 @@ def retrain(
 
 
 if __name__ == "__main__":
-    state = retrain(return_state=True)
+    with patient_server():
+        state = retrain(return_state=True)
     print(f"{state.name}: {state.message}")
     sys.exit(0 if state.is_completed() else 1)

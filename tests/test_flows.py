@@ -645,3 +645,15 @@ def test_schedule_shares_out_threads_and_gpus():
         pipeline_flow.Schedule(graph, jobs=2, cpus=2, gpus=["0"])
     one = pipeline_flow.Schedule(graph, jobs=1, cpus=16)
     assert one.take("evaluate-x") and one.take("train-x") is None  # --jobs 1
+
+
+def test_the_flows_give_an_ephemeral_server_two_minutes_to_start():
+    """Prefect's default 20 s was too short on a busy 2-core machine: the flow
+    failed before its first stage ("Timed out while attempting to connect to
+    ephemeral Prefect API server")."""
+    from prefect.settings import PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS as t
+
+    before = t.value()
+    with pipeline_flow.patient_server():
+        assert t.value() == max(120, before)
+    assert t.value() == before

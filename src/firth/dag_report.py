@@ -6,6 +6,7 @@ critical path and the ideal bound."""
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+from matplotlib.ticker import FormatStrFormatter
 
 from firth.report import Section, figure_png
 
@@ -94,6 +95,8 @@ def _figure(sims: dict) -> bytes:
         )
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
+        for axis in (ax.yaxis.set_major_formatter, ax.yaxis.set_minor_formatter):
+            axis(FormatStrFormatter("%g"))
         ax.set_xticks(workers, [str(w) for w in workers])
         ax.set_xlabel("workers")
         ax.set_ylabel("minutes")
