@@ -46,7 +46,13 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine, write_result  # noqa: E402
-from front_door import STAGE, environment, fresh_clone, timed  # noqa: E402
+from front_door import (  # noqa: E402
+    STAGE,
+    environment,
+    fresh_clone,
+    stage_spans,
+    timed,
+)
 
 from firth import dag  # noqa: E402
 
@@ -124,14 +130,28 @@ def _drop(tree):
     return tree
 
 
+def _ticks(line: str) -> tuple[int, int]:
+    """(all, stolen) CPU ticks from /proc/stat's "cpu" line."""
+    fields = [int(x) for x in line.split()[1:9]]
+    return sum(fields), fields[7]
+
+
 def cpu_ticks() -> tuple[int, int]:
     """All CPU time and the part stolen by the hypervisor, in ticks since boot
     (/proc/stat; (0, 0) where there is none)."""
     try:
-        fields = [int(x) for x in Path("/proc/stat").read_text().split()[1:9]]
-    except (OSError, ValueError):
+        return _ticks(Path("/proc/stat").read_text().splitlines()[0])
+    except (OSError, ValueError, IndexError):
         return 0, 0
-    return sum(fields), fields[7]
+
+
+def _flow_stages(clone: Path) -> list[dict]:
+    """Each stage's seconds and start from the flow's run.json in ``clone``."""
+    record = json.loads((clone / ".dvc/tmp/firth-flow/run.json").read_text())
+    return [
+        {"stage": s, "seconds": round(t["end"] - t["start"], 2), "start": t["start"]}
+        for s, t in record["stages"].items()
+    ]
 
 
 def steal_share(before: tuple[int, int], after: tuple[int, int]) -> float | None:
@@ -168,17 +188,10 @@ def measure(control: bool, keep: Path | None = None) -> dict:
                 flow = [str(clone / ".venv/bin/python"), "flows/pipeline.py", "-j", "2"]
                 start = time.monotonic()
                 _run(flow, clone, venv)
-                record = json.loads(
-                    (clone / ".dvc/tmp/firth-flow/run.json").read_text()
-                )
                 runs[name] = {
                     "command": " ".join(flow[1:]),
                     "seconds": round(time.monotonic() - start, 1),
-                    "stages": [
-                        {"stage": s, "seconds": round(t["end"] - t["start"], 2)}
-                        | {"start": t["start"]}
-                        for s, t in record["stages"].items()
-                    ],
+                    "stages": _flow_stages(clone),
                 }
                 status = subprocess.run(
                     ["dvc", "status"],
@@ -220,15 +233,7 @@ def serial_from_log(log: Path) -> dict:
         "command": "dvc repro",
         "exit_code": 0 if "Use `dvc push`" in rows[-1][1] else None,
         "seconds": round(total, 1),
-        "stages": [
-            {
-                "stage": name,
-                "seconds": round(
-                    (starts[i + 1][1] if i + 1 < len(starts) else total) - t, 2
-                ),
-            }
-            for i, (name, t) in enumerate(starts)
-        ],
+        "stages": stage_spans(starts, total),
         "cpu_steal_share": None,
     }
 
@@ -241,14 +246,7 @@ def collect(keep: Path) -> dict:
     before and after in flow.stat, its exit code in flow.rc and `dvc status` after
     it in flow.status."""
     serial = serial_from_log(keep / "serial.log")
-    clone = keep / "jobs-2-1thread"
-    record = json.loads((clone / ".dvc/tmp/firth-flow/run.json").read_text())
-    ticks = [
-        (sum(int(x) for x in f[1:9]), int(f[8]))
-        for f in (
-            line.split() for line in (keep / "flow.stat").read_text().splitlines()
-        )
-    ]
+    ticks = [_ticks(line) for line in (keep / "flow.stat").read_text().splitlines()]
     seconds = float((keep / "flow.end").read_text()) - float(
         (keep / "flow.start").read_text()
     )
@@ -256,14 +254,7 @@ def collect(keep: Path) -> dict:
         "command": "flows/pipeline.py -j 2",
         "exit_code": int((keep / "flow.rc").read_text()),
         "seconds": round(seconds, 1),
-        "stages": [
-            {
-                "stage": s,
-                "seconds": round(t["end"] - t["start"], 2),
-                "start": t["start"],
-            }
-            for s, t in record["stages"].items()
-        ],
+        "stages": _flow_stages(keep / "jobs-2-1thread"),
         "dvc_status_clean": "up to date" in (keep / "flow.status").read_text(),
         "cpu_steal_share": steal_share(ticks[0], ticks[1]),
     }

@@ -32,6 +32,20 @@ STAGE = re.compile(r"Running stage '([^']+)'")
 SUMMARY = re.compile(r"^=*\s*(\d+ (passed|failed).*?)\s*=*$")
 
 
+def stage_spans(starts: list[tuple[str, float]], total: float) -> list[dict]:
+    """Each stage's seconds from the (name, start) of every stage a run began:
+    a stage lasts until the next one starts, the last until ``total``."""
+    return [
+        {
+            "stage": name,
+            "seconds": round(
+                (starts[i + 1][1] if i + 1 < len(starts) else total) - t, 2
+            ),
+        }
+        for i, (name, t) in enumerate(starts)
+    ]
+
+
 def timed(cmd: list[str], cwd: Path, log: Path, env: dict) -> dict:
     """Run ``cmd``, stream its output to ``log`` with the time of each line, and
     return the total seconds, the start time of each DVC stage, and the peak RSS."""
@@ -60,15 +74,7 @@ def timed(cmd: list[str], cwd: Path, log: Path, env: dict) -> dict:
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)
     total = time.monotonic() - start
-    stages = [
-        {
-            "stage": name,
-            "seconds": round(
-                (starts[i + 1][1] if i + 1 < len(starts) else total) - t, 2
-            ),
-        }
-        for i, (name, t) in enumerate(starts)
-    ]
+    stages = stage_spans(starts, total)
     return {
         "command": " ".join(cmd),
         "exit_code": proc.returncode,

@@ -38,8 +38,6 @@ def harness():
 
 FLAKY = """\
 import sys
-import time
-from pathlib import Path
 from pathlib import Path
 count = Path("attempts")
 n = int(count.read_text()) + 1 if count.exists() else 1
