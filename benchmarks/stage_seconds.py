@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
+import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -69,11 +72,21 @@ def merge(out: Path, rows: list[tuple[str, float, bool]], commit: str) -> dict:
 def run(cmd: list[str], log: Path | None) -> tuple[list[tuple[float, str]], int]:
     events: list[tuple[float, str]] = []
     sink = log.open("a") if log else None
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    # DVC and its stage run in their own process group, so that an interrupt
+    # (Ctrl-C, or SIGTERM from `kill` or a scheduler; a background job ignores
+    # SIGINT) reaches them once, from here, as the SIGINT DVC handles; what they
+    # print while stopping still passes through, and the stage's partial seconds
+    # are merged by the caller.
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+    )
     assert proc.stdout is not None
+    stream = proc.stdout
     buffer = b""
-    try:
-        while chunk := proc.stdout.read1(65536):
+
+    def pump() -> None:
+        nonlocal buffer
+        while chunk := stream.read1(65536):
             sys.stdout.buffer.write(chunk)
             sys.stdout.flush()
             buffer += chunk
@@ -85,9 +98,24 @@ def run(cmd: list[str], log: Path | None) -> tuple[list[tuple[float, str]], int]
                     events.append((now, line))
                 if sink and line.strip():
                     sink.write(f"{now:.1f} {line}\n")
-        code = proc.wait()
-    except KeyboardInterrupt:
-        proc.terminate()
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
+    try:
+        try:
+            pump()
+        except KeyboardInterrupt:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            os.killpg(proc.pid, signal.SIGINT)
+            # a minute to stop cleanly (DVC unlocks, the stage checkpoints), then
+            # the whole group is killed
+            timer = threading.Timer(60, os.killpg, (proc.pid, signal.SIGKILL))
+            timer.start()
+            pump()
+            timer.cancel()
         code = proc.wait()
     finally:
         if sink:

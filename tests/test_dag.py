@@ -215,6 +215,42 @@ def test_stage_seconds_adds_an_interrupted_stage_to_its_resumed_run(tmp_path):
     assert ss.spans([], end=1.0) == []
 
 
+def test_stage_seconds_passes_a_kill_on_as_dvcs_sigint_and_keeps_the_seconds(
+    tmp_path,
+):
+    """SIGTERM to the timer (a background run ignores Ctrl-C's SIGINT) reaches the
+    command's whole process group as the SIGINT DVC handles, and the stage that
+    was running keeps its seconds as partial."""
+    import signal
+    import subprocess
+    import time
+
+    child = (
+        "import signal, sys, time\n"
+        "def stop(*_):\n"
+        "    print('child stopped by SIGINT', flush=True); sys.exit(1)\n"
+        "signal.signal(signal.SIGINT, stop)\n"
+        "print(\"Running stage 'x':\", flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    out = tmp_path / "t.json"
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "benchmarks" / "stage_seconds.py"), str(out)]
+        + ["--", sys.executable, "-c", child],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    assert "Running stage 'x'" in proc.stdout.readline()
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGTERM)
+    rest = proc.stdout.read()
+    assert proc.wait(timeout=30) == 1
+    assert "child stopped by SIGINT" in rest
+    stage = json.loads(out.read_text())["stages"]["x"]
+    assert set(stage) == {"partial_seconds"} and 1.0 <= stage["partial_seconds"] < 30
+
+
 def test_the_reports_dag_section_shows_the_measured_and_simulated_runs():
     from firth.dag_report import dag_section
 
