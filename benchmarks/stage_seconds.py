@@ -71,7 +71,7 @@ def merge(out: Path, rows: list[tuple[str, float, bool]], commit: str) -> dict:
 
 def run(cmd: list[str], log: Path | None) -> tuple[list[tuple[float, str]], int]:
     events: list[tuple[float, str]] = []
-    sink = log.open("a") if log else None
+    sink = log.open("a", buffering=1) if log else None  # line by line: survives a kill
     # DVC and its stage run in their own process group, so that an interrupt
     # (Ctrl-C, or SIGTERM from `kill` or a scheduler; a background job ignores
     # SIGINT) reaches them once, from here, as the SIGINT DVC handles; what they

@@ -94,7 +94,8 @@ def _modules() -> list[str]:
 
 # A fresh interpreter per module would cost a torch import each (~100 modules); the
 # parent imports only third-party libraries, never firth or stages, and forks one
-# child per module, so each child starts with none of the project's modules loaded.
+# child per module (one per core at a time), so each child starts with none of the
+# project's modules loaded.
 _FORKED_IMPORTS = textwrap.dedent(
     """
     import importlib, os, sys, traceback
@@ -103,8 +104,11 @@ _FORKED_IMPORTS = textwrap.dedent(
                   "pydantic", "yaml", "tokenizers", "sacrebleu", "tqdm"):
         importlib.import_module(heavy)
     assert not any(m.split(".")[0] in ("firth", "stages") for m in sys.modules)
-    failed = 0
+    failed, running = 0, 0
     for name in sys.argv[1:]:
+        if running == os.cpu_count():  # one child per core at a time
+            _, status = os.wait()
+            failed, running = failed + (status != 0), running - 1
         pid = os.fork()
         if pid == 0:
             try:
@@ -113,7 +117,9 @@ _FORKED_IMPORTS = textwrap.dedent(
                 print(f"{{name}}:", traceback.format_exc(limit=3), flush=True)
                 os._exit(1)
             os._exit(0)
-        _, status = os.waitpid(pid, 0)
+        running += 1
+    for _ in range(running):
+        _, status = os.wait()
         failed += status != 0
     sys.exit(1 if failed else 0)
     """

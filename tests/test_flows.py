@@ -3,6 +3,7 @@ tiny profile (a planted regression is blocked, a planted improvement promoted)."
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import subprocess
@@ -276,6 +277,26 @@ def wait_for_workers(names, processes, logs, timeout=180):
         time.sleep(1)
 
 
+def stop_workers(workers, grace=10.0):
+    """SIGTERM each worker's process group, then SIGKILL what is left after
+    ``grace`` seconds in all (a process worker can take a minute to wind down
+    after its last run: four of them, waited for one by one, cost four minutes)."""
+    import os
+    import signal
+
+    for w in workers:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(w.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    for w in workers:
+        try:
+            w.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(w.pid, signal.SIGKILL)
+            w.wait()
+
+
 def test_pools_fan_out_runs_ready_stages_at_once_on_two_workers_per_pool(
     tmp_path, harness, monkeypatch
 ):
@@ -349,6 +370,7 @@ def test_pools_fan_out_runs_ready_stages_at_once_on_two_workers_per_pool(
                         env=worker_env,
                         stdout=log,
                         stderr=subprocess.STDOUT,
+                        start_new_session=True,  # (stopped with its children below)
                     )
                 )
         coordinator = tmp_path / "coordinator"
@@ -363,14 +385,7 @@ def test_pools_fan_out_runs_ready_stages_at_once_on_two_workers_per_pool(
         )
         sent = pools.pipeline_on_pools(str(coordinator), jobs=8)
     finally:
-        for w in workers:
-            w.terminate()
-        for w in workers:
-            try:
-                w.wait(timeout=60)
-            except subprocess.TimeoutExpired:  # (a worker slow to shut down)
-                w.kill()
-                w.wait()
+        stop_workers(workers)
     assert sent == {s: True for s in spec["stages"]}
     rows = [line.split() for line in events.read_text().splitlines()]
     starts = [r for r in rows if r[1] == "start"]

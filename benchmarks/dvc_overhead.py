@@ -1,0 +1,129 @@
+"""What DVC itself costs per command and per stage on this project's dvc.lock.
+
+    python benchmarks/dvc_overhead.py [--project DIR] [--repeat N]
+
+Every stage lists its code's import closure as deps (issue 21), so dvc.lock holds
+thousands of entries, and DVC reads it with ruamel.yaml: once per command (the
+"safe" loader, C when ruamel.yaml.clib is installed, pure Python when not) and
+once more per stage it runs, when it rewrites the file (the round-trip loader and
+dumper, pure Python either way). This times each of those on the project's own
+lock file, and two whole commands that run no stage (``dvc status`` and
+``dvc repro --dry`` of one stage), in fresh processes, median of ``--repeat``;
+benchmarks/results/dvc_overhead.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import statistics
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from common import machine, write_result
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _timed(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return round(statistics.median(times), 3)
+
+
+def yaml_costs(lock: Path, repeat: int) -> dict:
+    from ruamel.yaml import YAML
+
+    text = lock.read_text()
+    try:
+        import _ruamel_yaml  # noqa: F401  (ruamel.yaml.clib's C extension)
+
+        clib = True
+    except ImportError:
+        clib = False
+    rt = YAML()  # what DVC's lock update (modify_yaml) uses
+    rt.default_flow_style = False
+    data = rt.load(text)
+
+    def dump():
+        rt.dump(data, io.StringIO())
+
+    return {
+        "clib_installed": clib,
+        "safe_load_c": _timed(lambda: YAML(typ="safe").load(text), repeat)
+        if clib
+        else None,
+        "safe_load_pure_python": _timed(
+            lambda: YAML(typ="safe", pure=True).load(text), repeat
+        ),
+        "round_trip_load": _timed(lambda: YAML().load(text), repeat),
+        "round_trip_dump": _timed(dump, repeat),
+    }
+
+
+def command_seconds(cmd: list[str], cwd: Path, repeat: int) -> float:
+    def once():
+        proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+        if proc.returncode:
+            raise SystemExit(f"{' '.join(cmd)} failed:\n{proc.stdout}{proc.stderr}")
+
+    return _timed(once, repeat)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--project", type=Path, default=ROOT)
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument(
+        "--out", type=Path, default=ROOT / "benchmarks/results/dvc_overhead.json"
+    )
+    args = p.parse_args()
+    import yaml
+
+    lock_path = args.project / "dvc.lock"
+    lock = yaml.load(lock_path.read_text(), Loader=yaml.CSafeLoader)["stages"]
+    code = sum(
+        1
+        for entry in lock.values()
+        for dep in entry.get("deps", [])
+        if dep["path"].lstrip("./").startswith(("src/", "stages/"))
+    )
+    stage = next(iter(lock))
+    dvc = str(Path(sys.executable).with_name("dvc"))
+    costs = yaml_costs(lock_path, args.repeat)
+    result = {
+        "machine": machine(),
+        "measured": datetime.now(UTC).isoformat(timespec="seconds"),
+        "command": "python benchmarks/dvc_overhead.py",
+        "project": args.project.resolve().relative_to(ROOT).as_posix() or ".",
+        "lock": {
+            "bytes": lock_path.stat().st_size,
+            "stages": len(lock),
+            "code_dep_entries": code,
+        },
+        "yaml_seconds": costs,
+        # per stage dvc repro runs, it loads and dumps the lock round-trip
+        "per_stage_lock_update_seconds": round(
+            costs["round_trip_load"] + costs["round_trip_dump"], 3
+        ),
+        "commands_seconds": {
+            f"dvc status {stage}": command_seconds(
+                [dvc, "status", stage], args.project, args.repeat
+            ),
+            f"dvc repro --dry -s {stage}": command_seconds(
+                [dvc, "repro", "--dry", "-s", stage], args.project, args.repeat
+            ),
+        },
+    }
+    write_result(args.out, result)
+    print(result)
+
+
+if __name__ == "__main__":
+    main()
