@@ -77,6 +77,10 @@ def run(cmd: list[str], log: Path | None) -> tuple[list[tuple[float, str]], int]
     # SIGINT) reaches them once, from here, as the SIGINT DVC handles; what they
     # print while stopping still passes through, and the stage's partial seconds
     # are merged by the caller.
+    # A job started with `&` from a script inherits SIGINT ignored, and ignored
+    # signals stay ignored across exec: handle it here, so that DVC and its stage
+    # start with SIGINT's default again.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
     )
