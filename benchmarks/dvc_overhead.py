@@ -8,7 +8,8 @@ thousands of entries, and DVC reads it with ruamel.yaml: once per command (the
 once more per stage it runs, when it rewrites the file (the round-trip loader and
 dumper, pure Python either way). This times each of those on the project's own
 lock file, and two whole commands that run no stage (``dvc status`` and
-``dvc repro --dry`` of one stage), in fresh processes, median of ``--repeat``;
+``dvc repro --dry`` of one stage) with and without the C loader, in fresh
+processes, median of ``--repeat``;
 benchmarks/results/dvc_overhead.json.
 """
 
@@ -67,11 +68,26 @@ def yaml_costs(lock: Path, repeat: int) -> dict:
     }
 
 
-def command_seconds(cmd: list[str], cwd: Path, repeat: int) -> float:
+# `dvc ARGS` in a fresh interpreter; with "pure", ruamel.yaml cannot find its C
+# loader (as when ruamel.yaml.clib is not installed)
+DVC = (
+    "import sys\n"
+    "if sys.argv.pop(1) == 'pure':\n"
+    "    sys.modules['_ruamel_yaml'] = None\n"
+    "from dvc.cli import main\n"
+    "sys.exit(main(sys.argv[1:]))\n"
+)
+
+
+def command_seconds(args: list[str], cwd: Path, repeat: int, *, pure: bool) -> float:
+    cmd = [sys.executable, "-c", DVC, "pure" if pure else "c", *args]
+
     def once():
         proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
         if proc.returncode:
-            raise SystemExit(f"{' '.join(cmd)} failed:\n{proc.stdout}{proc.stderr}")
+            raise SystemExit(
+                f"dvc {' '.join(args)} failed:\n{proc.stdout}{proc.stderr}"
+            )
 
     return _timed(once, repeat)
 
@@ -95,7 +111,6 @@ def main() -> None:
         if dep["path"].lstrip("./").startswith(("src/", "stages/"))
     )
     stage = next(iter(lock))
-    dvc = str(Path(sys.executable).with_name("dvc"))
     costs = yaml_costs(lock_path, args.repeat)
     result = {
         "machine": machine(),
@@ -112,13 +127,15 @@ def main() -> None:
         "per_stage_lock_update_seconds": round(
             costs["round_trip_load"] + costs["round_trip_dump"], 3
         ),
+        # whole commands that run no stage, with the C loader and without it
         "commands_seconds": {
-            f"dvc status {stage}": command_seconds(
-                [dvc, "status", stage], args.project, args.repeat
-            ),
-            f"dvc repro --dry -s {stage}": command_seconds(
-                [dvc, "repro", "--dry", "-s", stage], args.project, args.repeat
-            ),
+            f"dvc {' '.join(cmd)}": {
+                loader: command_seconds(
+                    cmd, args.project, args.repeat, pure=loader == "pure_python"
+                )
+                for loader in ("c", "pure_python")
+            }
+            for cmd in (["status", stage], ["repro", "--dry", "-s", stage])
         },
     }
     write_result(args.out, result)
