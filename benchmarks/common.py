@@ -9,6 +9,7 @@ import multiprocessing as mp
 import os
 import platform
 import queue as queue_module
+import time
 from pathlib import Path
 
 
@@ -31,6 +32,16 @@ def in_fresh_process(target, *args, label: str) -> dict:
                 ) from None
     proc.join()
     return row
+
+
+def repeat_seconds(fn, repeat: int) -> list[float]:
+    """The wall seconds of each of ``repeat`` calls of ``fn()``."""
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return times
 
 
 def machine() -> dict:

@@ -20,22 +20,18 @@ import io
 import statistics
 import subprocess
 import sys
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from common import machine, write_result
+from common import machine, repeat_seconds, write_result
+
+from firth.code_deps import is_code
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _timed(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return round(statistics.median(times), 3)
+    return round(statistics.median(repeat_seconds(fn, repeat)), 3)
 
 
 def yaml_costs(lock: Path, repeat: int) -> dict:
@@ -108,7 +104,7 @@ def main() -> None:
         1
         for entry in lock.values()
         for dep in entry.get("deps", [])
-        if dep["path"].lstrip("./").startswith(("src/", "stages/"))
+        if is_code(dep["path"].lstrip("./"))  # (a profile's deps start ../../)
     )
     stage = next(iter(lock))
     costs = yaml_costs(lock_path, args.repeat)

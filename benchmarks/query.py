@@ -22,11 +22,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from pathlib import Path
 
 import yaml
-from common import in_fresh_process, machine, write_result
+from common import in_fresh_process, machine, repeat_seconds, write_result
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = Path(os.environ.get("FIRTH_PROJECT", ROOT))
@@ -34,12 +33,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 
 def _best(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+    return min(repeat_seconds(fn, repeat))
 
 
 def _translate(run: str, n: int, repeat: int, queue) -> None:
