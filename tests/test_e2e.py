@@ -4,6 +4,7 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -13,10 +14,54 @@ from conftest import ROOT, make_tiny_repo
 pytestmark = pytest.mark.e2e
 
 
-def run(cmd, cwd, env):
-    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+def run(cmd, cwd, env, timeout=1200):
+    """Run ``cmd``; a non-zero exit fails the test with its output, and so does a
+    command still running after ``timeout`` seconds (a hang fails one test instead
+    of stalling the whole suite)."""
+    proc = subprocess.run(
+        cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout + proc.stderr
+
+
+def stop_queue_workers(path, grace: float = 30.0) -> None:
+    """Wait for the experiment queue's workers to exit (each stops itself once
+    the queue is empty, and `dvc queue stop` asks them again); kill the process
+    group of any still running after ``grace`` seconds, so that none outlives
+    the test."""
+    import os
+    import signal
+    import time
+
+    pids = []
+    celery = path / ".dvc" / "tmp" / "exps" / "celery"
+    for info in celery.glob("dvc-exp-worker-*.json"):
+        pid = json.loads(info.read_text()).get("pid")
+        if pid:
+            pids.append(int(pid))
+
+    def alive(pid):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        # a zombie counts as gone
+        stat = Path(f"/proc/{pid}/stat")
+        return stat.exists() and stat.read_text().split(")")[-1].split()[0] != "Z"
+
+    deadline = time.monotonic() + grace
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(1)
+    for pid in filter(alive, pids):
+        try:
+            group = os.getpgid(pid)
+            if group == os.getpgid(0):  # never the test's own group
+                os.kill(pid, signal.SIGKILL)
+            else:
+                os.killpg(group, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def ran(output: str) -> set[str]:
@@ -450,14 +495,28 @@ def test_experiment_queue_sweep_then_firth_compare(repo):
             path,
             env,
         )
-    run(["dvc", "queue", "start", "-j", "2"], path, env)
+    # `dvc queue start` forks a keeper per worker that holds the caller's stdout
+    # until its worker exits, so with pipes it returns only when the workers do;
+    # and a worker that misses its own shutdown message (a race in celery's
+    # filesystem broker, seen once in CI) never exits. Its output goes to a file.
+    with open(path / "queue-start.log", "w") as log:
+        subprocess.run(
+            ["dvc", "queue", "start", "-j", "2"],
+            cwd=path,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            check=True,
+            timeout=120,
+        )
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
-        status = run(["dvc", "queue", "status"], path, env)
+        status = run(["dvc", "queue", "status"], path, env, timeout=120)
         if not re.search(r"\b(Queued|Running)\b", status):
             break
         time.sleep(3)
-    run(["dvc", "queue", "stop"], path, env)
+    run(["dvc", "queue", "stop"], path, env, timeout=120)
+    stop_queue_workers(path)
     assert status.count("Success") >= 2, status
     ppl = {}
     for order in (2, 3):
