@@ -14,7 +14,7 @@ from conftest import ROOT, make_tiny_repo
 pytestmark = pytest.mark.e2e
 
 
-def run(cmd, cwd, env, timeout=1200):
+def run(cmd, cwd, env, timeout=2400):
     """Run ``cmd``; a non-zero exit fails the test with its output, and so does a
     command still running after ``timeout`` seconds (a hang fails one test instead
     of stalling the whole suite)."""
