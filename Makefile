@@ -52,11 +52,9 @@ browser:
 	      apt-get install -y -q chromium chromium-driver >/dev/null 2>&1; }; }; } || \
 	echo "note: chromium/chromedriver not installed: the browser tests will be skipped"
 
-# whole test files on one pytest-xdist worker per core (TEST_JOBS=0: all in one process)
-TEST_JOBS ?= $(shell nproc)
 test: $(STAMP) browser
 	$(BIN)/ruff check src stages flows tests benchmarks
-	$(BIN)/python -m pytest -q -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder
+	$(BIN)/python -m pytest -q
 
 # make run (seconds per stage, the no-op repro after it) and make test, each timed
 # in a fresh clone of HEAD (~45 min on 2 cores): benchmarks/results/front_door.json

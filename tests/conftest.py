@@ -163,11 +163,3 @@ def nli_eval(model, *, accuracy, majority):
         | {"contamination": split, "models": [{"seed": 13} | scores(accuracy)]}
         | {"examples": [], "examples_sha256": "0" * 64}
     )
-
-
-def pytest_collection_modifyitems(config, items):
-    """The end-to-end tests first: they are the longest chain (one module-scoped
-    tiny repo, about half the suite's time), so `make test`, which deals whole
-    files to one worker per core (pytest-xdist --dist loadfile), starts them at
-    once and the other files share the second core meanwhile."""
-    items.sort(key=lambda item: item.get_closest_marker("e2e") is None)
