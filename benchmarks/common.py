@@ -44,6 +44,28 @@ def repeat_seconds(fn, repeat: int) -> list[float]:
     return times
 
 
+def stat_ticks(line: str) -> tuple[int, int]:
+    """(all, stolen) CPU ticks from /proc/stat's "cpu" line."""
+    fields = [int(x) for x in line.split()[1:9]]
+    return sum(fields), fields[7]
+
+
+def cpu_ticks() -> tuple[int, int]:
+    """All CPU time and the part stolen by the hypervisor, in ticks since boot
+    (/proc/stat; (0, 0) where there is none)."""
+    try:
+        return stat_ticks(Path("/proc/stat").read_text().splitlines()[0])
+    except (OSError, ValueError, IndexError):
+        return 0, 0
+
+
+def steal_share(before: tuple[int, int], after: tuple[int, int]) -> float | None:
+    """The share of CPU time the hypervisor took between two readings: a slow,
+    shared virtual machine shows here, so the timings can be judged."""
+    total = after[0] - before[0]
+    return round((after[1] - before[1]) / total, 3) if total > 0 else None
+
+
 def machine() -> dict:
     return {
         "platform": platform.platform(),

@@ -45,7 +45,13 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import machine, write_result  # noqa: E402
+from common import (  # noqa: E402
+    cpu_ticks,
+    machine,
+    stat_ticks,
+    steal_share,
+    write_result,
+)
 from front_door import (  # noqa: E402
     STAGE,
     environment,
@@ -130,21 +136,6 @@ def _drop(tree):
     return tree
 
 
-def _ticks(line: str) -> tuple[int, int]:
-    """(all, stolen) CPU ticks from /proc/stat's "cpu" line."""
-    fields = [int(x) for x in line.split()[1:9]]
-    return sum(fields), fields[7]
-
-
-def cpu_ticks() -> tuple[int, int]:
-    """All CPU time and the part stolen by the hypervisor, in ticks since boot
-    (/proc/stat; (0, 0) where there is none)."""
-    try:
-        return _ticks(Path("/proc/stat").read_text().splitlines()[0])
-    except (OSError, ValueError, IndexError):
-        return 0, 0
-
-
 def _flow_stages(clone: Path) -> list[dict]:
     """Each stage's seconds and start from the flow's run.json in ``clone``."""
     record = json.loads((clone / ".dvc/tmp/firth-flow/run.json").read_text())
@@ -152,13 +143,6 @@ def _flow_stages(clone: Path) -> list[dict]:
         {"stage": s, "seconds": round(t["end"] - t["start"], 2), "start": t["start"]}
         for s, t in record["stages"].items()
     ]
-
-
-def steal_share(before: tuple[int, int], after: tuple[int, int]) -> float | None:
-    """The share of CPU time the hypervisor took between two readings: a slow,
-    shared virtual machine shows here, so the timings can be judged."""
-    total = after[0] - before[0]
-    return round((after[1] - before[1]) / total, 3) if total > 0 else None
 
 
 def measure(control: bool, keep: Path | None = None) -> dict:
@@ -246,7 +230,7 @@ def collect(keep: Path) -> dict:
     before and after in flow.stat, its exit code in flow.rc and `dvc status` after
     it in flow.status."""
     serial = serial_from_log(keep / "serial.log")
-    ticks = [_ticks(line) for line in (keep / "flow.stat").read_text().splitlines()]
+    ticks = [stat_ticks(line) for line in (keep / "flow.stat").read_text().splitlines()]
     seconds = float((keep / "flow.end").read_text()) - float(
         (keep / "flow.start").read_text()
     )
