@@ -162,20 +162,20 @@ def measure(control: bool, keep: Path | None = None) -> dict:
                 one_thread(clone / "params.yaml")
             clones[name] = clone
             venv = env | {"PATH": f"{clone / '.venv' / 'bin'}:{env['PATH']}"}
-            ticks = cpu_ticks()
-            if name.startswith("serial"):
+            if name.startswith("serial"):  # (timed records its steal share)
                 log = where / f"{name}.log"
                 runs[name] = timed(["dvc", "repro"], clone, log, venv)
                 if runs[name]["exit_code"] != 0:
                     raise SystemExit(f"dvc repro failed in {clone}: see {log}")
             else:
                 flow = [str(clone / ".venv/bin/python"), "flows/pipeline.py", "-j", "2"]
-                start = time.monotonic()
+                start, ticks = time.monotonic(), cpu_ticks()
                 _run(flow, clone, venv)
                 runs[name] = {
                     "command": " ".join(flow[1:]),
                     "seconds": round(time.monotonic() - start, 1),
                     "stages": _flow_stages(clone),
+                    "cpu_steal_share": steal_share(ticks, cpu_ticks()),
                 }
                 status = subprocess.run(
                     ["dvc", "status"],
@@ -185,7 +185,6 @@ def measure(control: bool, keep: Path | None = None) -> dict:
                     text=True,
                 ).stdout
                 runs[name]["dvc_status_clean"] = "up to date" in status
-            runs[name]["cpu_steal_share"] = steal_share(ticks, cpu_ticks())
         parallel = runs["jobs-2-1thread"]["seconds"]
         result: dict = {"runs": runs}
         serial = runs["serial"]["seconds"]
