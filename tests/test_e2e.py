@@ -1,10 +1,10 @@
 """End to end: the real `dvc repro` on the tiny profile inside a temporary git repo."""
 
+import contextlib
 import json
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import yaml
@@ -32,36 +32,24 @@ def stop_queue_workers(path, grace: float = 30.0) -> None:
     the test."""
     import os
     import signal
-    import time
 
-    pids = []
+    import psutil
+
+    procs = []
     celery = path / ".dvc" / "tmp" / "exps" / "celery"
     for info in celery.glob("dvc-exp-worker-*.json"):
         pid = json.loads(info.read_text()).get("pid")
         if pid:
-            pids.append(int(pid))
-
-    def alive(pid):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        # a zombie counts as gone
-        stat = Path(f"/proc/{pid}/stat")
-        return stat.exists() and stat.read_text().split(")")[-1].split()[0] != "Z"
-
-    deadline = time.monotonic() + grace
-    while any(alive(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(1)
-    for pid in filter(alive, pids):
-        try:
-            group = os.getpgid(pid)
+            with contextlib.suppress(psutil.NoSuchProcess):
+                procs.append(psutil.Process(int(pid)))
+    _, alive = psutil.wait_procs(procs, timeout=grace)
+    for proc in alive:
+        with contextlib.suppress(ProcessLookupError, psutil.NoSuchProcess):
+            group = os.getpgid(proc.pid)
             if group == os.getpgid(0):  # never the test's own group
-                os.kill(pid, signal.SIGKILL)
+                proc.kill()
             else:
                 os.killpg(group, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 def ran(output: str) -> set[str]:
