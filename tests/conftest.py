@@ -35,6 +35,7 @@ def make_tiny_repo(path: Path, *, manifests: bool = False) -> dict[str, str]:
         env.setdefault(f"GIT_{who}_EMAIL", "tests@firth.invalid")
     for cmd in (["git", "init", "-q", "-b", "main"], ["dvc", "init", "-q"]):
         subprocess.run(cmd, cwd=path, env=env, check=True, capture_output=True)
+    shutil.copy(ROOT / ".dvcignore", path / ".dvcignore")  # (dvc init wrote its own)
     if not manifests:
         return env
     # the code manifests are committed with the code in a clone; here they are

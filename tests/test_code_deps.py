@@ -268,3 +268,38 @@ def test_a_code_change_reruns_exactly_the_stages_whose_script_imports_it(tmp_pat
             ].items()
         ],
     )
+
+
+def test_a_folder_dep_ignores_the_gitignore_dvc_writes_in_it(tmp_path):
+    """With the project's .dvcignore, DVC rewriting its .gitignore entries in another
+    order (as it does after a failed run) leaves a stage that reads the folder up to
+    date; it still keeps the outputs out of git."""
+    import os
+    import shutil
+
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+
+    def sh(*cmd):
+        proc = subprocess.run(
+            cmd, cwd=tmp_path, env=env, capture_output=True, text=True
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        return proc.stdout
+
+    sh("git", "init", "-q")
+    sh("dvc", "init", "-q")
+    shutil.copy(ROOT / ".dvcignore", tmp_path / ".dvcignore")
+    (tmp_path / "dvc.yaml").write_text(
+        "stages:\n"
+        "  s1:\n    cmd: mkdir -p out/s1 && echo 1 > out/s1/f\n    outs: [out/s1]\n"
+        "  s2:\n    cmd: mkdir -p out/s2 && echo 2 > out/s2/f\n    outs: [out/s2]\n"
+        "  both:\n    cmd: cat out/s1/f out/s2/f > both.txt\n    deps: [out]\n"
+        "    outs: [both.txt]\n"
+    )
+    sh("dvc", "repro")
+    entries = (tmp_path / "out/.gitignore").read_text().splitlines()
+    assert sorted(entries) == ["/s1", "/s2"]
+    (tmp_path / "out/.gitignore").write_text("\n".join(entries[::-1]) + "\n")
+    assert "up to date" in sh("dvc", "status")
+    assert sh("git", "check-ignore", "out/s1", "out/s2").split() == ["out/s1", "out/s2"]
