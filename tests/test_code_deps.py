@@ -202,6 +202,13 @@ def test_for_project_prefixes_code_only():
     assert "      - reports/index.md\n" in out
 
 
+def _run(cwd, env, *cmd) -> str:
+    """``cmd``'s stdout; its output in full when it fails."""
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout
+
+
 def test_a_code_change_reruns_exactly_the_stages_whose_script_imports_it(tmp_path):
     """Real DVC on a planted project: two scripts share a module and one imports a
     module of its own. Editing that module reruns its manifest and its stage only;
@@ -237,11 +244,7 @@ def test_a_code_change_reruns_exactly_the_stages_whose_script_imports_it(tmp_pat
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
 
     def sh(*cmd):
-        proc = subprocess.run(
-            cmd, cwd=tmp_path, env=env, capture_output=True, text=True
-        )
-        assert proc.returncode == 0, proc.stdout + proc.stderr
-        return proc.stdout
+        return _run(tmp_path, env, *cmd)
 
     def repro():
         import re
@@ -281,11 +284,7 @@ def test_a_folder_dep_ignores_the_gitignore_dvc_writes_in_it(tmp_path):
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
 
     def sh(*cmd):
-        proc = subprocess.run(
-            cmd, cwd=tmp_path, env=env, capture_output=True, text=True
-        )
-        assert proc.returncode == 0, proc.stdout + proc.stderr
-        return proc.stdout
+        return _run(tmp_path, env, *cmd)
 
     sh("git", "init", "-q")
     sh("dvc", "init", "-q")
