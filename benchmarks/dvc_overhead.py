@@ -2,8 +2,9 @@
 
     python benchmarks/dvc_overhead.py [--project DIR] [--repeat N]
 
-Every stage lists its code's import closure as deps (issue 21), so dvc.lock holds
-thousands of entries, and DVC reads it with ruamel.yaml: once per command (the
+Every stage's code is its script's import closure (issue 21), listed once per
+script in the code-<script> manifest stages (it was once per stage: some 2,500
+entries), and DVC reads dvc.lock with ruamel.yaml: once per command (the
 "safe" loader, C when ruamel.yaml.clib is installed, pure Python when not) and
 once more per stage it runs, when it rewrites the file (the round-trip loader and
 dumper, pure Python either way). This times each of those on the project's own

@@ -5,10 +5,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # so tests can import stages.<name>
 
 
-def make_tiny_repo(path: Path) -> dict[str, str]:
+def make_tiny_repo(path: Path, *, manifests: bool = False) -> dict[str, str]:
     """A git + DVC repository at ``path`` holding Firth's code and dvc.yaml with the
     tiny profile as params.yaml (as a clone has them; reports/nli holds only its
-    README until NLI is enabled). Returns the environment to run dvc in."""
+    README until NLI is enabled). With ``manifests``, the code manifests too, as
+    committed (for tests that run Firth's own DAG). Returns the environment to run
+    dvc in."""
     import os
     import shutil
     import subprocess
@@ -33,6 +35,32 @@ def make_tiny_repo(path: Path) -> dict[str, str]:
         env.setdefault(f"GIT_{who}_EMAIL", "tests@firth.invalid")
     for cmd in (["git", "init", "-q", "-b", "main"], ["dvc", "init", "-q"]):
         subprocess.run(cmd, cwd=path, env=env, check=True, capture_output=True)
+    shutil.copy(ROOT / ".dvcignore", path / ".dvcignore")  # (dvc init wrote its own)
+    if not manifests:
+        return env
+    # the code manifests are committed with the code in a clone; here they are
+    # written and recorded in dvc.lock (`dvc commit`, the same bytes the code-*
+    # stages would write), so that a test's first `dvc repro` runs the task stages
+    import yaml
+
+    from firth.code_deps import manifest, manifest_path, manifest_target
+    from firth.io import write_json
+
+    committed = []
+    for name, stage in yaml.safe_load((path / "dvc.yaml").read_text())[
+        "stages"
+    ].items():
+        target = manifest_target(stage.get("cmd", ""))
+        if target is not None:
+            write_json(path / manifest_path(target), manifest(path, target))
+            committed.append(name)
+    subprocess.run(
+        ["dvc", "commit", "-f", "-q", *committed],
+        cwd=path,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
     return env
 
 

@@ -1,7 +1,9 @@
 """The DAG's code deps are the truth, and every module stands on its own.
 
-- each stage's code deps in dvc.yaml (and in every profile project's dvc.yaml) are
-  exactly the import closure of its command's script (firth.code_deps);
+- each stage's code in dvc.yaml (and in every profile project's dvc.yaml) is the
+  manifest of its command's script, and each manifest stage depends on exactly that
+  script's import closure (firth.code_deps); with DVC, a change reruns exactly the
+  stages whose script imports the changed file;
 - every module of the library and every stage imports in a fresh interpreter (no
   import cycle hides behind an import order that happens to work);
 - no module of the library or a stage imports another module's private name.
@@ -14,6 +16,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import ROOT
 
 from firth.code_deps import (
@@ -74,13 +77,28 @@ def test_closure_follows_relative_function_level_and_package_imports(tmp_path):
         "from ..x import y\nfrom . import z", module="firth.pkg.b", is_package=False
     ) == {"firth.x", "firth.x.y", "firth.pkg", "firth.pkg.z"}
     # a stale dep and a missing one are both reported, by name
+    (tmp_path / "stages/code_manifest.py").write_text("import json\n")
+    manifest = "python stages/code_manifest.py stages/s.py manifests/s.json"
     problems = mismatches(
         tmp_path,
-        [("s", "python stages/s.py", ["stages/s.py", "src/firth/unused.py"])],
+        [
+            ("code-s", manifest, ["stages/s.py", "src/firth/unused.py"]),
+            ("s", "python stages/s.py", ["manifests/s.json", "data/x"]),
+        ],
     )
     [line] = problems
+    assert line.startswith("code-s: ")
     assert "missing src/firth/__init__.py" in line and "src/firth/pkg/c.py" in line
+    assert "stages/code_manifest.py" in line  # the manifest script's own code
     assert "not imported src/firth/unused.py" in line
+    # a stage listing code itself, or lacking its manifest, is reported too
+    problems = mismatches(
+        tmp_path,
+        [("s", "python stages/s.py", ["src/firth/a.py", "data/x"])],
+    )
+    [line] = problems
+    assert "code deps src/firth/a.py (depend on manifests/s.json instead)" in line
+    assert "missing manifests/s.json" in line and "no stage code-s" in line
 
 
 def _modules() -> list[str]:
@@ -182,3 +200,105 @@ def test_for_project_prefixes_code_only():
         in out
     )
     assert "      - reports/index.md\n" in out
+
+
+def _run(cwd, env, *cmd) -> str:
+    """``cmd``'s stdout; its output in full when it fails."""
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout
+
+
+def test_a_code_change_reruns_exactly_the_stages_whose_script_imports_it(tmp_path):
+    """Real DVC on a planted project: two scripts share a module and one imports a
+    module of its own. Editing that module reruns its manifest and its stage only;
+    editing the shared one reruns both; editing the manifest script reruns every
+    manifest, whose output does not change, and so no stage below them."""
+    import os
+    import shutil
+
+    from firth.code_deps import rewrite
+
+    files = {
+        "src/firth/__init__.py": "",
+        "src/firth/shared.py": "X = 1\n",
+        "src/firth/only_a.py": "Y = 2\n",
+        # (the imports are read, not run: the manifest script runs the real firth)
+        "stages/a.py": "def f():\n    from firth import only_a, shared\n"
+        "open('a.txt', 'w')\n",
+        "stages/b.py": "def f():\n    from firth import shared\nopen('b.txt', 'w')\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    shutil.copy(ROOT / "stages" / "code_manifest.py", tmp_path / "stages")
+    dvc_yaml = (
+        "stages:\n"
+        "  a:\n    cmd: python stages/a.py\n    deps:\n      - stages/a.py\n"
+        "    outs:\n      - a.txt\n"
+        "  b:\n    cmd: python stages/b.py\n    deps:\n      - stages/b.py\n"
+        "    outs:\n      - b.txt\n"
+    )
+    (tmp_path / "dvc.yaml").write_text(rewrite(dvc_yaml, tmp_path))
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+
+    def sh(*cmd):
+        return _run(tmp_path, env, *cmd)
+
+    def repro():
+        import re
+
+        return set(re.findall(r"Running stage '([^']+)'", sh("dvc", "repro")))
+
+    sh("git", "init", "-q")
+    sh("dvc", "init", "-q")
+    assert repro() == {"a", "b", "code-a", "code-b"}
+    assert repro() == set()  # a no-op
+    (tmp_path / "src/firth/only_a.py").write_text("Y = 3\n")
+    assert repro() == {"code-a", "a"}
+    (tmp_path / "src/firth/shared.py").write_text("X = 2\n")
+    assert repro() == {"code-a", "a", "code-b", "b"}
+    script = tmp_path / "stages/code_manifest.py"
+    script.write_text(script.read_text() + "# a comment\n")
+    assert repro() == {"code-a", "code-b"}
+    assert not mismatches(
+        tmp_path,
+        [
+            (s, e["cmd"], e["deps"])
+            for s, e in yaml.safe_load((tmp_path / "dvc.yaml").read_text())[
+                "stages"
+            ].items()
+        ],
+    )
+
+
+def test_a_folder_dep_ignores_the_gitignore_dvc_writes_in_it(tmp_path):
+    """With the project's .dvcignore, DVC rewriting its .gitignore entries in another
+    order (as it does after a failed run) leaves a stage that reads the folder up to
+    date; it still keeps the outputs out of git."""
+    import os
+    import shutil
+
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+
+    def sh(*cmd):
+        return _run(tmp_path, env, *cmd)
+
+    sh("git", "init", "-q")
+    sh("dvc", "init", "-q")
+    shutil.copy(ROOT / ".dvcignore", tmp_path / ".dvcignore")
+    (tmp_path / "dvc.yaml").write_text(
+        "stages:\n"
+        "  s1:\n    cmd: mkdir -p out/s1 && echo 1 > out/s1/f\n    outs: [out/s1]\n"
+        "  s2:\n    cmd: mkdir -p out/s2 && echo 2 > out/s2/f\n    outs: [out/s2]\n"
+        "  both:\n    cmd: cat out/s1/f out/s2/f > both.txt\n    deps: [out]\n"
+        "    outs: [both.txt]\n"
+    )
+    sh("dvc", "repro")
+    entries = (tmp_path / "out/.gitignore").read_text().splitlines()
+    assert sorted(entries) == ["/s1", "/s2"]
+    (tmp_path / "out/.gitignore").write_text("\n".join(entries[::-1]) + "\n")
+    assert "up to date" in sh("dvc", "status")
+    assert sh("git", "check-ignore", "out/s1", "out/s2").split() == ["out/s1", "out/s2"]

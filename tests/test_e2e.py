@@ -71,7 +71,7 @@ def downstream(path, stage: str) -> set[str]:
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory):
     path = tmp_path_factory.mktemp("firth")
-    env = make_tiny_repo(path)
+    env = make_tiny_repo(path, manifests=True)
     return path, env
 
 
@@ -299,12 +299,13 @@ def test_parallel_flow_in_a_fresh_clone_gives_the_serial_runs_outputs(
     lock = yaml.safe_load((path / "dvc.lock").read_text())["stages"]
     assert set(ran) == set(lock)
     # a stage with an output only DVC's cache holds had to run in the fresh clone;
-    # one whose outputs are all committed (an evaluation's metrics) is up to date
-    # once its inputs came out the same, as `dvc repro` would find it
+    # one whose outputs are all committed (an evaluation's metrics, a code
+    # manifest) is up to date once its inputs came out the same, as `dvc repro`
+    # would find it
     cached = {
         s
         for s, e in lock.items()
-        if any(not o["path"].startswith("reports/") for o in e["outs"])
+        if any(not o["path"].startswith(("reports/", "manifests/")) for o in e["outs"])
     }
     assert cached and all(ran[s] for s in cached)
     theirs = yaml.safe_load((clone / "dvc.lock").read_text())["stages"]

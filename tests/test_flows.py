@@ -99,7 +99,7 @@ def _perplexity(path, rev="HEAD"):
 def test_retrain_promotes_an_improvement_and_blocks_a_regression(
     tmp_path, harness, monkeypatch
 ):
-    env = make_tiny_repo(tmp_path)
+    env = make_tiny_repo(tmp_path, manifests=True)
     for k in ("PATH", "PYTHONPATH"):
         monkeypatch.setenv(k, env[k])
     for k in ("NAME", "EMAIL"):
