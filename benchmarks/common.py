@@ -66,6 +66,39 @@ def steal_share(before: tuple[int, int], after: tuple[int, int]) -> float | None
     return round((after[1] - before[1]) / total, 3) if total > 0 else None
 
 
+def speed_probe(repeat: int = 3) -> dict:
+    """Seconds of two fixed single-threaded workloads, best of ``repeat``: a pure
+    Python loop (what starting a process, DVC and the stage scripts mostly do) and
+    a float32 matrix product (what training does). This machine is a shared
+    virtual one whose speed changes 2x between hours with little steal showing, so
+    a timing is only comparable with the probe taken beside it."""
+    import torch
+
+    def loop():
+        total = 0
+        for i in range(2_000_000):
+            total += i * i
+        return total
+
+    a = torch.randn(384, 384, generator=torch.Generator().manual_seed(0))
+
+    def matmul():
+        b = a
+        for _ in range(40):
+            b = torch.tanh(a @ b)
+        return b
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return {
+            "python_loop_s": round(min(repeat_seconds(loop, repeat)), 3),
+            "matmul_s": round(min(repeat_seconds(matmul, repeat)), 3),
+        }
+    finally:
+        torch.set_num_threads(threads)
+
+
 def machine() -> dict:
     return {
         "platform": platform.platform(),

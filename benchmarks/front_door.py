@@ -6,8 +6,9 @@ Writes benchmarks/results/front_door.json: seconds per DVC stage (from the momen
 DVC starts it to the moment the next one starts or the command ends), the set-up
 time before the first stage, each command's total, its peak RSS (the largest
 process of the command's tree, from wait4), the share of CPU time the hypervisor
-took meanwhile (steal), and the test summary with the slowest tests. Usage (about
-50 minutes on 2 cores; nothing else should run meanwhile):
+took meanwhile (steal), a fixed speed probe before and after (this machine's
+speed changes between hours), and the test summary with the slowest tests. Usage
+(about 50 minutes on 2 cores; nothing else should run meanwhile):
 
     python benchmarks/front_door.py                 # both commands
     python benchmarks/front_door.py --skip-test     # make run and the no-op only
@@ -26,7 +27,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import cpu_ticks, machine, steal_share, write_result  # noqa: E402
+from common import cpu_ticks, machine, speed_probe, steal_share, write_result  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 STAGE = re.compile(r"Running stage '([^']+)'")
@@ -49,7 +50,9 @@ def stage_spans(starts: list[tuple[str, float]], total: float) -> list[dict]:
 
 def timed(cmd: list[str], cwd: Path, log: Path, env: dict) -> dict:
     """Run ``cmd``, stream its output to ``log`` with the time of each line, and
-    return the total seconds, the start time of each DVC stage, and the peak RSS."""
+    return the total seconds, the start time of each DVC stage, and the peak RSS,
+    with the speed probe taken just before and just after."""
+    probe_before = speed_probe()
     start = time.monotonic()
     ticks = cpu_ticks()
     starts: list[tuple[str, float]] = []
@@ -76,6 +79,7 @@ def timed(cmd: list[str], cwd: Path, log: Path, env: dict) -> dict:
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)
     total = time.monotonic() - start
+    ticks_after = cpu_ticks()
     stages = stage_spans(starts, total)
     return {
         "command": " ".join(cmd),
@@ -86,7 +90,9 @@ def timed(cmd: list[str], cwd: Path, log: Path, env: dict) -> dict:
         "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),  # KiB on Linux
         # a shared virtual machine's slow hours show here (the share of CPU time
         # the hypervisor took meanwhile), so that two timings can be compared
-        "cpu_steal_share": steal_share(ticks, cpu_ticks()),
+        "cpu_steal_share": steal_share(ticks, ticks_after),
+        # the same fixed workloads before and after: the machine's speed that hour
+        "speed_probe": {"before": probe_before, "after": speed_probe()},
         "tail": lines[-5:],
     }
 
