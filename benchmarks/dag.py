@@ -16,8 +16,8 @@ from the files that hold wall-clock readings: retrieval times, seconds, tokens/s
 simulate: for each profile, the makespan of its DAG on 1, 2, 4, 8 and 16 workers
 (list scheduling, longest remaining chain first: firth.dag.makespan), its critical
 path and the ideal bound max(critical path, work / workers), from measured
-per-stage seconds: the default profile's from the measure run's serial clone (or
-benchmarks/results/front_door.json), the full profile's from
+per-stage seconds: the default profile's from the measure run's serial clone or
+benchmarks/results/front_door.json, whichever timed more stages, the full profile's from
 benchmarks/results/full_stage_seconds.json (written by `make run-full`) or, for a
 training stage it lacks, the training seconds of the stage's train.json. Stages
 with no measurement count 0 s and are listed.
@@ -303,16 +303,26 @@ def full_seconds(repo: Path) -> tuple[dict[str, float], str]:
 
 
 def default_seconds(result: dict) -> tuple[dict[str, float], str]:
+    """The default profile's seconds per stage from whichever serial record timed
+    more of its stages: the measure run's serial clone (dag.json) or the front
+    door's `make run` (front_door.json); a fresh clone skips the evaluations whose
+    committed metrics its retrained models reproduce, so either may lack some."""
+    sources = []
     measured = result.get("measured", {}).get("runs", {}).get("serial")
     if measured:
-        return {r["stage"]: r["seconds"] for r in measured["stages"]}, (
-            "benchmarks/results/dag.json measured.runs.serial"
+        sources.append(
+            (measured["stages"], "benchmarks/results/dag.json measured.runs.serial")
         )
-    front = json.loads((RESULTS / "front_door.json").read_text())
-    rows = front["make_run"]["stages"]
-    return {
-        r["stage"]: r["seconds"] for r in rows
-    }, "benchmarks/results/front_door.json"
+    front_door = RESULTS / "front_door.json"
+    if front_door.exists():
+        run = json.loads(front_door.read_text()).get("make_run")
+        if run:
+            source = "benchmarks/results/front_door.json make_run"
+            sources.append((run["stages"], source))
+    if not sources:
+        raise SystemExit("no serial timing: run `dag.py measure` or front_door.py")
+    rows, source = max(sources, key=lambda s: len(s[0]))  # the first on a tie
+    return {r["stage"]: r["seconds"] for r in rows}, source
 
 
 def main() -> None:
