@@ -18,18 +18,41 @@ def metrics() -> dict:
     return {"bleu": BLEU(), "chrf": CHRF(), "chrf++": CHRF(word_order=2)}
 
 
-def corpus_scores(hyps: list[str], refs: list[str]) -> tuple[dict, dict]:
+class Scores:
+    """BLEU, chrF and chrF++ of one output against its references, with every
+    sentence's sufficient statistics extracted once. A corpus score is the
+    metric's aggregate of its sentences' statistics (that is how sacreBLEU's
+    ``corpus_score`` computes it, and how its bootstrap test rescores resampled
+    corpora), so the score of any subset (a length bucket, the clean or dirty
+    verses, one sentence) is exactly sacreBLEU's on that subset, without reading
+    the sentences again."""
+
+    def __init__(self, hyps: list[str], refs: list[str]) -> None:
+        self.metrics = metrics()
+        self.stats = {
+            name: m._extract_corpus_statistics(hyps, [refs])
+            for name, m in self.metrics.items()
+        }
+
+    def score(self, metric: str, idx: list[int] | None = None) -> float:
+        """``metric``'s corpus score on the sentences ``idx`` (default: all)."""
+        stats = self.stats[metric]
+        part = stats if idx is None else [stats[i] for i in idx]
+        return self.metrics[metric]._aggregate_and_compute(part).score
+
+    def signatures(self) -> dict:
+        return {name: str(m.get_signature()) for name, m in self.metrics.items()}
+
+
+def corpus_scores(scores: Scores) -> tuple[dict, dict]:
     """{metric: score} and {metric: sacreBLEU signature}."""
-    scores, sigs = {}, {}
-    for name, m in metrics().items():
-        scores[name] = round(m.corpus_score(hyps, [refs]).score, 4)
-        sigs[name] = str(m.get_signature())
-    return scores, sigs
+    return (
+        {name: round(scores.score(name), 4) for name in scores.metrics},
+        scores.signatures(),
+    )
 
 
-def bucket_scores(
-    hyps: list[str], refs: list[str], sources: list[str], edges: list[int]
-) -> list[dict]:
+def bucket_scores(scores: Scores, sources: list[str], edges: list[int]) -> list[dict]:
     """BLEU and chrF per source-length bucket (empty buckets are listed with n 0)."""
     groups: dict[str, list[int]] = {b: [] for b in bucket_labels(edges)}
     for i, s in enumerate(sources):
@@ -38,24 +61,24 @@ def bucket_scores(
     for label, idx in groups.items():
         row = {"bucket": label, "n": len(idx), "bleu": None, "chrf": None}
         if idx:
-            h, r = [hyps[i] for i in idx], [refs[i] for i in idx]
-            row["bleu"] = round(BLEU().corpus_score(h, [r]).score, 4)
-            row["chrf"] = round(CHRF().corpus_score(h, [r]).score, 4)
+            row["bleu"] = round(scores.score("bleu", idx), 4)
+            row["chrf"] = round(scores.score("chrf", idx), 4)
         rows.append(row)
     return rows
 
 
 def best_and_worst(
-    ids: list[str], sources: list[str], hyps: list[str], refs: list[str], n: int
+    scores: Scores,
+    ids: list[str],
+    sources: list[str],
+    hyps: list[str],
+    refs: list[str],
+    n: int,
 ) -> dict:
     """The ``n`` test sentences with the highest and the lowest sentence chrF
     (ties broken by id), with source, output and reference."""
-    chrf = CHRF()
     scored = sorted(
-        (
-            (chrf.sentence_score(h, [r]).score, i)
-            for i, (h, r) in enumerate(zip(hyps, refs, strict=True))
-        ),
+        ((scores.score("chrf", [i]), i) for i in range(len(hyps))),
         key=lambda x: (-x[0], ids[x[1]]),
     )
 

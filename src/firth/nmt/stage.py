@@ -33,10 +33,10 @@ from firth.nmt.data import (
 )
 from firth.nmt.decode import decode_corpus, greedy
 from firth.nmt.evaluate import (
+    Scores,
     best_and_worst,
     bucket_scores,
     corpus_scores,
-    metrics,
     repeated_trigram_rate,
     source_word_share,
 )
@@ -304,7 +304,8 @@ def score(name: str, hyps: list[str], test: Pairs, dirty, ev: EvaluateNmt):
     """One output's scores (and copying measures), its contamination split and
     its detail: signatures, scores per source-length bucket, best and worst."""
     refs = list(test.target)
-    scores, sigs = corpus_scores(hyps, refs)
+    stats = Scores(hyps, refs)
+    scores, sigs = corpus_scores(stats)
     log.info(
         "%s: BLEU %.2f, chrF %.2f, chrF++ %.2f",
         name,
@@ -319,20 +320,15 @@ def score(name: str, hyps: list[str], test: Pairs, dirty, ev: EvaluateNmt):
         "mean_words": round(sum(len(h.split()) for h in hyps) / len(hyps), 3),
     }
     contamination = {
-        metric: split_scores(
-            lambda idx, m=scorer: round(
-                m.corpus_score([hyps[i] for i in idx], [[refs[i] for i in idx]]).score,
-                4,
-            ),
-            dirty,
-        )
-        for metric, scorer in metrics().items()
-        if metric in ("bleu", "chrf")
+        metric: split_scores(lambda idx, m=metric: round(stats.score(m, idx), 4), dirty)
+        for metric in ("bleu", "chrf")
     }
     detail = {
         "signatures": sigs,
-        "buckets": bucket_scores(hyps, refs, test.source, ev.buckets),
-        "examples": best_and_worst(test.ids, test.source, hyps, refs, ev.examples),
+        "buckets": bucket_scores(stats, test.source, ev.buckets),
+        "examples": best_and_worst(
+            stats, test.ids, test.source, hyps, refs, ev.examples
+        ),
     }
     return row, contamination, detail
 
