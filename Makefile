@@ -25,7 +25,7 @@ run: $(STAMP)
 	@echo "Report: $(CURDIR)/reports/index.html  (terminal summary: reports/index.md)"
 
 # The canon budgets: the same DAG in the nested DVC project profiles/full (its own
-# params.yaml, dvc.lock and reports/; about 4.5 hours on 2 cores). Interrupted, it
+# params.yaml, dvc.lock and reports/; about 6 hours on 2 cores). Interrupted, it
 # resumes where it stopped: finished stages are cached, a killed training stage
 # restarts from its last checkpoint. Each stage's wall time is kept in
 # benchmarks/results/full_stage_seconds.json (benchmarks/stage_seconds.py).
