@@ -253,6 +253,20 @@ def test_cli_table_html_json_and_exit_code(toy_repo, tmp_path, monkeypatch):
     assert res.exit_code == 0, res.output
     res = CliRunner().invoke(app, ["compare", "HEAD", "nope"])
     assert res.exit_code == 2 and "unknown revision" in res.output
+    # a tracked metric that B lacks (a run only A has) is named missing, not a
+    # regression to None; it still fails the gate
+    old, new = tmp_path / "a-reports", tmp_path / "b-reports"
+    shutil.copytree(path / "reports", old)
+    shutil.copytree(path / "reports", new)
+    (new / "lm" / "toy" / "eval.json").unlink()
+    res = CliRunner().invoke(
+        app, ["compare", str(old), str(new), "--fail-on-regression"]
+    )
+    assert res.exit_code == 1, res.output
+    key = "reports/lm/toy/eval.json:test.perplexity"
+    line = f"MISSING: {key} 200.0 in {old}, absent from {new}"
+    assert line in res.output
+    assert "-> None" not in res.output
 
 
 def test_every_training_curve_is_a_declared_plot():
