@@ -177,7 +177,7 @@ def retrain(
         raise
     bad = cmp.regressions(rows)
     if bad:
-        worst = "; ".join(f"{r.path}:{r.key} {r.old} -> {r.new}" for r in bad[:5])
+        worst = "; ".join(cmp.flag_line(r, baseline, name) for r in bad[:5])
         verdict = f"blocked: {len(bad)} tracked metrics regressed ({worst})"
     else:
         verdict = "promoted" if promote else "passed (promotion off)"

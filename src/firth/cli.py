@@ -166,10 +166,7 @@ def compare(
     typer.echo(cmp.render_text(cmp.selected(rows, show=show), a, b), nl=False)
     typer.echo(cmp.summary(rows))
     for r in cmp.regressions(rows):
-        if r.status == "missing":  # e.g. a run that B does not have
-            typer.echo(f"MISSING: {r.path}:{r.key} {r.old} in {a}, absent from {b}")
-        else:
-            typer.echo(f"REGRESSED: {r.path}:{r.key} {r.old} -> {r.new}")
+        typer.echo(cmp.flag_line(r, a, b))
     if html:
         write_text(html, cmp.render_html(cmp.selected(rows, show=show), a, b))
         typer.echo(f"html: {html}")

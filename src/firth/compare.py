@@ -295,8 +295,19 @@ def compare(
     return rows
 
 
+FLAGS = {"worse": "REGRESSED", "missing": "MISSING"}  # the statuses that gate
+
+
 def regressions(rows: list[Row]) -> list[Row]:
-    return [r for r in rows if r.status in ("worse", "missing")]
+    return [r for r in rows if r.status in FLAGS]
+
+
+def flag_line(r: Row, a: str, b: str) -> str:
+    """One regression in words: a tracked metric that got worse, or that B lacks
+    (e.g. a run only A has), not a move to None."""
+    if r.status == "missing":
+        return f"MISSING: {r.path}:{r.key} {r.old} in {a}, absent from {b}"
+    return f"REGRESSED: {r.path}:{r.key} {r.old} -> {r.new}"
 
 
 def _fmt(x: float | None) -> str:
@@ -346,7 +357,7 @@ def render_text(rows: list[Row], a: str, b: str) -> str:
             _fmt(r.new),
             _fmt(r.delta),
             _tol(r),
-            {"worse": "REGRESSED", "missing": "MISSING"}.get(r.status, r.status),
+            FLAGS.get(r.status, r.status),
         )
         for r in rows
     ]
