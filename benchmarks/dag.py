@@ -295,10 +295,9 @@ def full_seconds(repo: Path) -> tuple[dict[str, float], str]:
                         seconds[name] = record[key]
                         recorded += 1
                         break
-    source = (
-        f"benchmarks/results/full_stage_seconds.json (wall, {len(rows)} stages); "
-        f"train.json training seconds for {recorded} more"
-    )
+    source = f"benchmarks/results/full_stage_seconds.json (wall, {len(rows)} stages)"
+    if recorded:
+        source += f"; train.json training seconds for {recorded} more"
     return seconds, source
 
 

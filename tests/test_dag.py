@@ -308,6 +308,13 @@ def test_the_reports_dag_section_shows_the_measured_and_simulated_runs():
     assert rows[0][:5] == ["default", "95", "1", "600", "100"]
     assert rows[0][5:] == ["700 (0.0x)", "400 (0.0x)", "250 (0.0x)"]
     assert "default: front_door.json" in sec.intro
+    # what the simulation leaves out is named: here a task stage, so dag.json lists it
+    assert "count 0 s (default 1: listed in dag.json)" in sec.intro
+    result["simulated"]["default"]["unmeasured_stages"] = ["code-fetch"]
+    assert "(default 1: the code-* manifest stages" in dag_section(result).intro
+    result["simulated"]["default"]["unmeasured_stages"] = []
+    assert "Every stage is measured." in dag_section(result).intro
+    assert "lower bound" not in dag_section(result).intro
     assert sec.figures[0][1].startswith(b"\x89PNG")
     result["measured"]["runs"]["jobs-2-1thread"]["dvc_status_clean"] = False
     assert "NOT clean" in dag_section(result).intro

@@ -21,6 +21,24 @@ def _share(x: float | None) -> str:
     return "not measured" if x is None else f"{100 * x:.0f}%"
 
 
+def _unmeasured(sims: dict) -> str:
+    """What the simulation leaves out: the stages without a measurement count 0 s."""
+    missing = {name: s.get("unmeasured_stages", []) for name, s in sims.items()}
+    if not any(missing.values()):
+        return "Every stage is measured."
+    counts = ", ".join(f"{name} {len(m)}" for name, m in missing.items())
+    manifests = all(s.startswith("code-") for m in missing.values() for s in m)
+    what = (
+        "the code-* manifest stages, a few seconds each"
+        if manifests
+        else "listed in dag.json"
+    )
+    return (
+        f"Stages without a measurement count 0 s ({counts}: {what}), so the "
+        "makespans are lower bounds by that much."
+    )
+
+
 def dag_section(result: dict | None) -> Section | None:
     """None when the benchmark has not been run."""
     if not result or not (result.get("measured") or result.get("simulated")):
@@ -54,8 +72,8 @@ def dag_section(result: dict | None) -> Section | None:
             "Simulated: list scheduling of each profile's DAG (longest remaining "
             "chain first) from its measured seconds per stage, against the "
             "critical path and the ideal bound max(critical path, work / workers). "
-            "Stages without a measurement count 0 s (listed in dag.json), so those "
-            "makespans are lower bounds. Seconds from: "
+            + _unmeasured(sims)
+            + " Seconds from: "
             + "; ".join(f"{name}: {s['source']}" for name, s in sims.items())
             + "."
         )
