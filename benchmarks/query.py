@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -161,9 +162,16 @@ def main() -> None:
             )
         else:
             skipped.append(f"train-embeddings-{method}@{seeds[0]}")
+    # the models' own commit (FIRTH_PROJECT may be a clone trained elsewhere)
+    commit = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=PROJECT, capture_output=True, text=True
+    ).stdout.strip()
+    inside = PROJECT.resolve().is_relative_to(ROOT)
     result = {
         "machine": machine(),
-        "project": os.path.relpath(PROJECT, ROOT),
+        "command": "python benchmarks/query.py " + " ".join(sys.argv[1:]),
+        "project": os.path.relpath(PROJECT, ROOT) if inside else str(PROJECT),
+        "commit": commit or None,
         "rows": rows,
         "not_trained": skipped,
     }
