@@ -9,6 +9,7 @@ import multiprocessing as mp
 import os
 import platform
 import queue as queue_module
+import subprocess
 import time
 from pathlib import Path
 
@@ -97,6 +98,13 @@ def speed_probe(repeat: int = 3) -> dict:
         }
     finally:
         torch.set_num_threads(threads)
+
+
+def head_commit(repo: Path) -> str:
+    """The commit checked out in ``repo`` ("" outside a git repository)."""
+    return subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True
+    ).stdout.strip()
 
 
 def machine() -> dict:

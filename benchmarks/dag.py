@@ -47,6 +47,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
     cpu_ticks,
+    head_commit,
     machine,
     stat_ticks,
     steal_share,
@@ -337,9 +338,7 @@ def main() -> None:
     )
     args = p.parse_args()
     result = json.loads(args.out.read_text()) if args.out.exists() else {}
-    head = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True
-    ).stdout.strip()
+    head = head_commit(ROOT)
     result["machine"] = machine()
     if args.what == "measure":
         result["measured"] = measure(args.control, args.keep) | {"commit": head}

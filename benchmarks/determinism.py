@@ -33,7 +33,7 @@ from pathlib import Path
 
 import torch
 import yaml
-from common import machine, write_result
+from common import head_commit, machine, write_result
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = Path(os.environ.get("FIRTH_PROJECT", ROOT))
@@ -129,9 +129,7 @@ def main() -> None:
             for run in args.runs:
                 for threads in args.threads:
                     rows.append(compare(run, threads, variant, args.repeats, Path(tmp)))
-    head = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True
-    ).stdout.strip()
+    head = head_commit(ROOT)
     write_result(
         args.out,
         {

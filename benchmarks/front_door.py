@@ -27,7 +27,14 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import cpu_ticks, machine, speed_probe, steal_share, write_result  # noqa: E402
+from common import (
+    cpu_ticks,
+    head_commit,
+    machine,
+    speed_probe,
+    steal_share,
+    write_result,
+)  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 STAGE = re.compile(r"Running stage '([^']+)'")
@@ -142,9 +149,7 @@ def main() -> None:
         help="keep the other command's result from an earlier --out file",
     )
     args = p.parse_args()
-    head = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True
-    ).stdout.strip()
+    head = head_commit(ROOT)
     dirty = subprocess.run(
         ["git", "status", "--porcelain", "--untracked-files=no"],
         cwd=ROOT,

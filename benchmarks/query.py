@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import yaml
-from common import in_fresh_process, machine, repeat_seconds, write_result
+from common import head_commit, in_fresh_process, machine, repeat_seconds, write_result
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = Path(os.environ.get("FIRTH_PROJECT", ROOT))
@@ -163,9 +162,7 @@ def main() -> None:
         else:
             skipped.append(f"train-embeddings-{method}@{seeds[0]}")
     # the models' own commit (FIRTH_PROJECT may be a clone trained elsewhere)
-    commit = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=PROJECT, capture_output=True, text=True
-    ).stdout.strip()
+    commit = head_commit(PROJECT)
     inside = PROJECT.resolve().is_relative_to(ROOT)
     result = {
         "machine": machine(),
