@@ -56,10 +56,10 @@ def ran(output: str) -> set[str]:
     return set(re.findall(r"Running stage '([^']+)'", output))
 
 
-def downstream(path, stage: str | None = None):
-    """Every stage that depends on ``stage``, directly or not, in DVC's graph
-    (its edges point from a stage to the stages it reads from); without ``stage``,
-    that function for any stage, from one reading of the graph."""
+def downstream(path):
+    """From one reading of DVC's graph (its edges point from a stage to the stages
+    it reads from): a function giving every stage that depends on a stage,
+    directly or not."""
     import networkx as nx
     from dvc.repo import Repo
 
@@ -70,7 +70,7 @@ def downstream(path, stage: str | None = None):
     def below(name: str) -> set[str]:
         return {s.name for s in nx.ancestors(graph, nodes[name])}
 
-    return below if stage is None else below(stage)
+    return below
 
 
 @pytest.fixture(scope="module")
@@ -135,8 +135,9 @@ def test_repro_then_noop_then_only_downstream(repo):
     } | {f"evaluate-tagger@{d}-{h}" for d in t["data"] for h in t["heads"]}
     # and the audit checks the tagger test sets against the vectors' corpus
     audits = {f"audit-tagged@{n}" for n in params["sources"]["tagged"]}
+    below_of = downstream(path)  # (params do not change which stages exist)
     assert (
-        downstream(path, "subsample-text")
+        below_of("subsample-text")
         == {"tokenizer-text", "audit-text", "report"}
         | embedding_stages
         | lm_stages
@@ -168,7 +169,6 @@ def test_repro_then_noop_then_only_downstream(repo):
     # the report, as the GloVe rerun above showed for that knob; `dvc repro` reruns
     # that set, so this test does not pay for three more partial runs.
     settled = (path / "params.yaml").read_text()
-    below_of = downstream(path)  # (params do not change which stages exist)
     evaluations = {f"evaluate-tagger@{d}-{h}" for d in t["data"] for h in t["heads"]}
     for keys, value, reruns in (
         (("lm", "gru", "hidden"), 24, {"train-lm@gru", "evaluate-lm@gru"}),
