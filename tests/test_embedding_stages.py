@@ -22,6 +22,7 @@ METHODS = ["sgns", "subword", "ppmi-svd", "glove", "gensim"]
 def project(tmp_path_factory):
     root = tmp_path_factory.mktemp("emb")
     params = yaml.safe_load((ROOT / "profiles" / "tiny.yaml").read_text())
+    params["embeddings"]["seeds"]["sgns"] = [13, 14]  # (the tiny profile trains one)
     (root / "params.yaml").write_text(yaml.safe_dump(params))
     text = root / "data" / "subsampled" / "text"
     text.mkdir(parents=True)
@@ -37,7 +38,7 @@ def project(tmp_path_factory):
         record = {"format": fmt, "name": name, "kind": "package", "license": "test"}
         (folder / "SOURCE.json").write_text(json.dumps(record))
     for m in METHODS:
-        for seed in params["embeddings"]["seeds"][m]:  # sgns: 13, 14 (tiny profile)
+        for seed in params["embeddings"]["seeds"][m]:  # sgns: 13, 14
             train_embeddings.main(["--root", str(root), m, str(seed)])
         evaluate_embeddings.main(["--root", str(root), m])
     return root

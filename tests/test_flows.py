@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import ROOT, make_tiny_repo
-from prefect.testing.utilities import prefect_test_harness
 
 sys.path.insert(0, str(ROOT / "flows"))
 import pipeline as pipeline_flow  # noqa: E402
@@ -29,12 +28,6 @@ def git(args, path, env=None):
     )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
-
-
-@pytest.fixture(scope="module")
-def harness():
-    with prefect_test_harness(server_startup_timeout=120):  # a busy machine is slow
-        yield
 
 
 FLAKY = """\
@@ -106,7 +99,7 @@ def test_retrain_promotes_an_improvement_and_blocks_a_regression(
         for who in ("AUTHOR", "COMMITTER"):
             monkeypatch.setenv(f"GIT_{who}_{k}", env[f"GIT_{who}_{k}"])
     # the baseline on main: a bigram Kneser-Ney model (order 2), the planted flaw
-    # (on the tiny profile: test perplexity 49.0 against the trigram's 46.4)
+    # (on the tiny profile: test perplexity 50.7 against the trigram's 47.4)
     params = _params(tmp_path)
     params["lm"]["kn"]["order"] = 2
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
