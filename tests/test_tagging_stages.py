@@ -52,6 +52,7 @@ def project(tmp_path_factory):
     root = tmp_path_factory.mktemp("tagging")
     params = yaml.safe_load((ROOT / "profiles" / "tiny.yaml").read_text())
     params["tagger"]["seeds"] = [13, 14]
+    params["tagger"]["heads"] = HEADS  # (the tiny profile trains the CRF only)
     # each tagger seed's pretrained variant reads its own SGNS seed's vectors
     params["embeddings"]["seeds"]["sgns"] = [13, 14]
     (root / "params.yaml").write_text(yaml.safe_dump(params))
