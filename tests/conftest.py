@@ -10,8 +10,8 @@ sys.path.insert(0, str(ROOT))  # so tests can import stages.<name>
 @pytest.fixture(scope="session")
 def harness():
     """One Prefect test server (a temporary database) for every test that runs a
-    flow: each start costs 10-20 s on 2 cores, and the flow tests only read back
-    what they themselves wrote (their own flow runs, pools and artifact keys)."""
+    flow: a start took 15-25 s on this 2-core machine, and the flow tests only read
+    back what they themselves wrote (their own flow runs, pools and artifact keys)."""
     from prefect.testing.utilities import prefect_test_harness
 
     with prefect_test_harness(server_startup_timeout=120):  # a busy machine is slow
