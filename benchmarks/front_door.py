@@ -27,14 +27,14 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import (
+from common import (  # noqa: E402
     cpu_ticks,
     head_commit,
     machine,
     speed_probe,
     steal_share,
     write_result,
-)  # noqa: E402
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 STAGE = re.compile(r"Running stage '([^']+)'")
