@@ -9,6 +9,8 @@ one-line error naming the file and the first wrong key)."""
 
 from __future__ import annotations
 
+import gzip
+import json
 import math
 import resource
 import statistics
@@ -20,7 +22,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from firth.errors import DataError
-from firth.io import read_json, write_json
+from firth.io import atomic_path, read_json, write_json
 
 Better = Literal["higher", "lower"]
 R = TypeVar("R")
@@ -159,6 +161,36 @@ def parse(obj: Any, schema: type[R] | Any, where: str | Path) -> R:
 def load(path: str | Path, schema: type[R] | Any) -> R:
     """The result file at ``path`` read through ``schema``."""
     return parse(read_json(path), schema, path)
+
+
+def save_items(path: str | Path, record: Record) -> None:
+    """Per-item statistics (``items.json.gz``): ``record`` as compact JSON,
+    gzipped without a timestamp (the same record gives the same bytes), written
+    atomically."""
+    text = json.dumps(
+        record.model_dump(mode="json", by_alias=True),
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+    with atomic_path(path) as tmp:
+        with (
+            open(tmp, "wb") as raw,
+            gzip.GzipFile(
+                filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9
+            ) as f,
+        ):
+            f.write(text.encode("utf-8"))
+
+
+def load_items(path: str | Path, schema: type[R]) -> R:
+    """An ``items.json.gz`` file read through ``schema`` (a clear error for a file
+    that is not gzipped JSON of that shape)."""
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            obj = json.load(f)
+    except (OSError, EOFError, ValueError) as exc:
+        raise DataError(f"{path}: not a gzipped JSON items file ({exc})") from None
+    return parse(obj, schema, path)
 
 
 def peak_rss_mb() -> float:
