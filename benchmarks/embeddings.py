@@ -16,6 +16,7 @@ full text8 profile from the measured words per second).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -151,6 +152,9 @@ def main(argv=None) -> None:
         "corpus": str(Path(args.corpus).resolve().relative_to(ROOT))
         if Path(args.corpus).resolve().is_relative_to(ROOT)
         else args.corpus,
+        "project": str(PROJECT.relative_to(ROOT)) if PROJECT != ROOT else ".",
+        "corpus_tokens": len(Path(args.corpus).read_text(encoding="utf-8").split()),
+        "corpus_sha256": hashlib.sha256(Path(args.corpus).read_bytes()).hexdigest(),
         "rows": rows,
         "summary": summary,
         "wall_seconds": round(time.time() - t0, 1),

@@ -8,23 +8,26 @@ contamination audit's clean and dirty test lines (audit-text: data/audit/text/
 flags.tsv), from per-line scores (firth.lm.lines).
 
 Bits per character: the total NLL in bits over the characters of the text (every
-line plus its line break, firth.lm.metrics), the same denominator for every model."""
+line plus its line break, firth.lm.metrics), the same denominator for every model.
+reports/lm/<run>/items.json.gz keeps each test line's bits, tokens, characters,
+unigram bits and dirty flag: what the report's verdicts resample."""
 
 from __future__ import annotations
 
 from firth import stage_cli
 from firth.config import load_section, load_sections
 from firth.lm.stage import evaluate
-from firth.results import save
+from firth.results import save, save_items
 
 
 def body(args) -> None:
     cfg, _ = load_sections("lm", stage_cli.params_path(args))
     ev = load_section("evaluate_lm", stage_cli.params_path(args))
-    result, detail = evaluate(args.root, cfg, ev, args.run)
+    result, detail, items = evaluate(args.root, cfg, ev, args.run)
     rep = args.root / "reports" / "lm" / args.run
     save(rep / "eval.json", result)
     save(rep / "eval_detail.json", detail)
+    save_items(rep / "items.json.gz", items)
 
 
 def main(argv=None) -> None:

@@ -11,14 +11,16 @@ from firth import stage_cli
 from firth.config import load_sections
 from firth.nli.config import EvaluateNli
 from firth.nli.stage import evaluate, setup
-from firth.results import save
+from firth.results import save, save_items
 
 
 def body(args) -> None:
     run = setup(args.root, stage_cli.params_path(args), args.data, args.model)
     ev, _ = load_sections("evaluate_nli", run.params, schema=EvaluateNli)
-    result = evaluate(args.root, run, ev)
-    save(args.root / "reports" / "nli" / run.name / "eval.json", result)
+    result, items = evaluate(args.root, run, ev)
+    rep = args.root / "reports" / "nli" / run.name
+    save(rep / "eval.json", result)
+    save_items(rep / "items.json.gz", items)
 
 
 def main(argv=None) -> None:

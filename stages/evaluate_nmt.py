@@ -10,7 +10,10 @@ every output is its source.
 
 Every score is also given on the clean and dirty test verses of the contamination
 audit (data/audit/parallel/flags.tsv, stage audit-parallel): eval.json's
-``contamination`` holds BLEU and chrF on all / dirty / clean verses."""
+``contamination`` holds BLEU and chrF on all / dirty / clean verses.
+
+reports/nmt/<run>/items.json.gz holds each test verse's sacreBLEU statistics of the
+beam output and its dirty flag: what the report's verdicts resample."""
 
 from __future__ import annotations
 
@@ -19,16 +22,17 @@ from firth.config import load_section, load_sections
 from firth.io import write_folder, write_rows
 from firth.nmt.config import EvaluateNmt, Nmt
 from firth.nmt.stage import COPY, evaluate
-from firth.results import save
+from firth.results import save, save_items
 
 
 def body(args) -> None:
     cfg, _ = load_sections("nmt", stage_cli.params_path(args), schema=Nmt)
     ev = load_section("evaluate_nmt", stage_cli.params_path(args), schema=EvaluateNmt)
-    result, detail, columns = evaluate(args.root, cfg, ev, args.run)
+    result, detail, items, columns = evaluate(args.root, cfg, ev, args.run)
     rep = args.root / "reports" / "nmt" / args.run
     save(rep / "eval.json", result)
     save(rep / "eval_detail.json", detail)
+    save_items(rep / "items.json.gz", items)
     rows = zip(*columns.values(), strict=True)
     write_folder(
         args.root / "data" / "nmt-eval" / args.run,

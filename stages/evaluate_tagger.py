@@ -7,14 +7,18 @@ a few test sentences with gold and predicted tags ->
 reports/tagging/<data>-<head>/eval.json.
 
 NER: seqeval entity F1 (micro and per type), token accuracy, and the share of
-predicted sentences that break BIO. POS: token accuracy, and accuracy on tokens whose
-form never occurs in training."""
+predicted sentences that break BIO; a free CRF (head ``crf``) is scored twice, as
+it decodes and under the BIO constraints (a constraint, reported apart). POS: token
+accuracy, and accuracy on tokens whose form never occurs in training.
+reports/tagging/<data>-<head>/items.json.gz keeps each test sentence's statistics
+(tokens right, entities predicted and matched, BIO breaks) per model and baseline:
+what the report's verdicts resample."""
 
 from __future__ import annotations
 
 from firth import stage_cli
 from firth.config import load_sections
-from firth.results import save
+from firth.results import save, save_items
 from firth.tagging.config import EvaluateTagger
 from firth.tagging.stage import evaluate, setup
 
@@ -22,14 +26,18 @@ from firth.tagging.stage import evaluate, setup
 def body(args) -> None:
     run = setup(args.root, stage_cli.params_path(args), args.data, args.head)
     ev, _ = load_sections("evaluate_tagger", run.params, schema=EvaluateTagger)
-    result = evaluate(args.root, run, ev)
-    save(args.root / "reports" / "tagging" / run.name / "eval.json", result)
+    result, items = evaluate(args.root, run, ev)
+    rep = args.root / "reports" / "tagging" / run.name
+    save(rep / "eval.json", result)
+    save_items(rep / "items.json.gz", items)
 
 
 def main(argv=None) -> None:
     p = stage_cli.parser(__doc__)
     p.add_argument("data", help="a name in tagger.data (a source under sources.tagged)")
-    p.add_argument("head", help="a head in tagger.heads: softmax | crf")
+    p.add_argument(
+        "head", help="a head in tagger.heads: softmax | crf | crf-constrained"
+    )
     stage_cli.run(body, p, argv)
 
 

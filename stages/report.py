@@ -1,5 +1,7 @@
 """DVC stage report: reports/index.md and reports/index.html from the committed
-metrics and the sources' provenance (firth.report_page)."""
+metrics and the sources' provenance (firth.report_page), and reports/scorecard.json:
+every known finding and partial-input baseline tested on the committed per-item
+statistics (firth.scorecard), by the ``verdicts`` rule."""
 
 from __future__ import annotations
 
@@ -8,17 +10,28 @@ from pathlib import Path
 import yaml
 
 from firth import render, stage_cli
-from firth.config import load_sections
+from firth.config import load_section, load_sections
+from firth.inference import Rule
 from firth.io import atomic_path, write_text
 from firth.report_page import build, figure_name
+from firth.results import save
 
 
 def body(args) -> None:
     params_file = stage_cli.params_path(args)
     cfg, seed = load_sections("report", params_file)
+    v = load_section("verdicts", params_file)
     params = yaml.safe_load(params_file.read_text(encoding="utf-8"))
     bench = args.benchmarks or args.root / "benchmarks" / "results"
-    sections, meta = build(args.root, params, bench)
+    rule = Rule(
+        confidence=v.confidence,
+        resamples=v.resamples,
+        seed=v.seed,
+        min_items=v.min_items,
+    )
+    sections, meta, card = build(
+        args.root, params, bench, rule=rule, margin=v.equivalence_margin
+    )
     meta = {"code revision": meta.pop("code revision"), "seed": str(seed), **meta}
     reports, figures = args.root / "reports", {}
     for sec in sections:
@@ -27,6 +40,7 @@ def body(args) -> None:
             with atomic_path(reports / name) as tmp:
                 tmp.write_bytes(png)
     page = render.report_markdown(cfg.title, meta, sections, figures)
+    save(reports / "scorecard.json", card)
     write_text(reports / "index.md", page)
     write_text(reports / "index.html", render.report_html(cfg.title, meta, sections))
 

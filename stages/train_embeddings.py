@@ -2,7 +2,10 @@
 training text (data/subsampled/text/train.txt), one seed of
 ``embeddings.seeds.<method>`` -> data/embeddings/<method>/seed-<seed>/vectors.txt
 (word2vec text format), with training metrics in
-reports/embeddings/<method>/seed-<seed>/.
+reports/embeddings/<method>/seed-<seed>/. SGNS and PPMI-SVD train every setting of
+``embeddings.tune`` and keep the one with the best mean Spearman on the dev halves
+of the similarity sets (data/raw/eval; firth.embeddings.tuning): train.json lists
+every setting's dev scores.
 
 The iterative trainers checkpoint every epoch to data/checkpoints/embeddings/
 (outside DVC's outputs, which DVC deletes before a run): a killed run resumes from
@@ -21,14 +24,15 @@ from firth.results import save
 def body(args) -> None:
     path = stage_cli.params_path(args)
     cfg, _ = load_sections("embeddings", path)
-    trained, ckpt = train(args.root, cfg, args.method, args.seed, path)
+    trained, ckpts = train(args.root, cfg, args.method, args.seed, path)
     run = f"{args.method}/seed-{args.seed}"
     write_folder(args.root / "data" / "embeddings" / run, trained.write)
     rep = args.root / "reports" / "embeddings" / run
     save(rep / "train.json", trained.stats)
     if trained.curve:
         write_curve(rep / "loss.csv", trained.curve, ["epoch", "loss"])
-    ckpt.clear()
+    for ckpt in ckpts:
+        ckpt.clear()
 
 
 def main(argv=None) -> None:

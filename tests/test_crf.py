@@ -165,3 +165,29 @@ def test_constrained_viterbi_never_breaks_bio_even_when_emissions_push_it():
     # a forbidden transition costs FORBIDDEN in the score of that sequence
     bad = torch.tensor([[0, 2] + [0] * 7])
     assert float(crf.score(em[:1], bad, mask[:1]).detach()) < FORBIDDEN / 2
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_decode_time_constraints_match_brute_force_over_the_allowed_sequences(seed):
+    """A free CRF decoded with ``constraints`` finds the best sequence among those
+    the constraints allow, scored by the free CRF (enumerated)."""
+    k = 3
+    free, g = random_case(seed, k, True, False)
+    allowed = torch.rand(k, k, generator=g) > 0.4
+    allowed[:, 0] = True
+    first = torch.rand(k, generator=g) > 0.4
+    first[0] = True
+    masked = CRF(k, allowed=allowed, allowed_first=first)
+    masked.load_state_dict(
+        {**free.state_dict(), "allowed": allowed, "allowed_first": first}
+    )
+    lengths = [4, 2, 3]
+    em = torch.randn(len(lengths), max(lengths), k, generator=g).double()
+    free.double()
+    masked.double()
+    mask = torch.tensor([[t < n for t in range(max(lengths))] for n in lengths])
+    paths, best = free.viterbi(em, mask, constraints=(allowed, first))
+    for i, n in enumerate(lengths):
+        _, ref_path, ref_best, _ = brute_force(masked, em[i], n)
+        assert paths[i] == ref_path
+        assert float(best[i]) == pytest.approx(ref_best, abs=1e-9)

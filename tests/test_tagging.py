@@ -164,18 +164,51 @@ def test_heads_losses_are_the_crf_nll_and_the_cross_entropy():
     assert float(soft.loss(b).detach()) == pytest.approx(ref, rel=1e-5)
 
 
-def test_crf_tagger_never_predicts_broken_bio():
-    v = Vocab.build(SENTS)
-    m = tagger(v, "crf").eval()
-    with torch.no_grad():  # make I- tags what the emissions want everywhere
-        m.out.bias[[v.tag_ix[t] for t in v.tags if t.startswith("I-")]] += 20
-    pred = predict(m, encode(v, SENTS), v, batch=3, device="cpu")
-    assert not any(breaks_bio(p) for p in pred)
-    soft = tagger(v, "softmax").eval()
+def _i_heavy(v, head):
+    """A tagger whose emissions want an I- tag everywhere."""
+    m = tagger(v, head).eval()
     with torch.no_grad():
-        soft.out.bias[[v.tag_ix[t] for t in v.tags if t.startswith("I-")]] += 20
-    pred = predict(soft, encode(v, SENTS), v, batch=3, device="cpu")
-    assert all(breaks_bio(p) for p in pred)
+        m.out.bias[[v.tag_ix[t] for t in v.tags if t.startswith("I-")]] += 20
+    return m
+
+
+def test_only_constraints_keep_bio_a_free_crf_can_break_it():
+    v = Vocab.build(SENTS)
+    enc = encode(v, SENTS)
+
+    def pred(m, constrained=False):
+        return predict(m, enc, v, batch=3, device="cpu", constrained=constrained)
+
+    # the constrained CRF cannot break BIO: its forbidden moves score -10^4
+    assert not any(breaks_bio(p) for p in pred(_i_heavy(v, "crf-constrained")))
+    # a CRF with free transitions follows the emissions (its transitions start
+    # near 0), as the softmax head does
+    free = _i_heavy(v, "crf")
+    assert all(breaks_bio(p) for p in pred(free))
+    assert all(breaks_bio(p) for p in pred(_i_heavy(v, "softmax")))
+    # decoding the free CRF under the BIO constraints keeps BIO
+    assert not any(breaks_bio(p) for p in pred(free, constrained=True))
+    with pytest.raises(ValueError, match="needs a CRF head"):
+        pred(_i_heavy(v, "softmax"), constrained=True)
+
+
+def test_free_and_constrained_crf_share_their_scores_off_the_forbidden_moves():
+    """Same weights: the free CRF scores a valid BIO sequence exactly as the
+    constrained one; only the partition functions differ (the constrained sums
+    over valid sequences only, so its log Z is lower)."""
+    v = Vocab.build(SENTS)
+    free, con = tagger(v, "crf").eval(), tagger(v, "crf-constrained").eval()
+    weights = {k: w for k, w in free.state_dict().items() if "allowed" not in k}
+    con.load_state_dict(weights, strict=False)  # the masks stay the constrained ones
+    b = make_batch(encode(v, SENTS), [0, 1, 2, 3])
+    em = free.emissions(b)
+    tags = b.tags.clamp(min=0)
+    assert torch.allclose(
+        free.crf.score(em, tags, b.mask), con.crf.score(em, tags, b.mask)
+    )
+    assert (
+        con.crf.log_partition(em, b.mask) < free.crf.log_partition(em, b.mask)
+    ).all()
 
 
 def test_load_vectors_copies_the_known_rows():

@@ -136,6 +136,16 @@ class Report(ParamSection):
     title: str
 
 
+class Verdicts(ParamSection):
+    """How every verdict of the report decides (firth.inference)."""
+
+    confidence: float = Field(gt=0.5, lt=1)
+    resamples: int = Field(ge=100)
+    seed: int
+    min_items: int = Field(ge=2)
+    equivalence_margin: float = Field(gt=0)
+
+
 class Accel(ParamSection):
     """How the neural trainers compute (firth.accel, firth.distributed)."""
 
@@ -149,6 +159,7 @@ class EmbeddingsCommon(ParamSection):
     min_count: int = Field(ge=1)
     max_sentence_len: int = Field(ge=1)
     window: int = Field(ge=1)
+    window_weighting: Literal["dynamic", "uniform"]
     negatives: int = Field(ge=1)
     sample: float = Field(ge=0)
     epochs: int = Field(ge=1)
@@ -177,10 +188,26 @@ class EmbeddingsSubword(ParamSection):
         return self
 
 
-class EmbeddingsPPMI(ParamSection):
-    alpha: float = Field(gt=0)
-    shift: float = Field(ge=1)
-    power: float = Field(ge=0)
+class EmbeddingsTune(ParamSection):
+    """The grid SGNS and PPMI-SVD each choose their setting from, on the dev
+    halves of the similarity sets (firth.embeddings.tuning)."""
+
+    negatives: list[int] = Field(min_length=1)
+    cds: list[float] = Field(min_length=1)
+    context_vectors: list[bool] = Field(min_length=1)
+    eig: list[float] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _values(self) -> Self:
+        for key in ("negatives", "cds", "context_vectors", "eig"):
+            values = getattr(self, key)
+            if len(set(values)) != len(values):
+                raise ValueError(f"{key} lists a value twice")
+        if min(self.negatives) < 1:
+            raise ValueError("negatives must be >= 1 (PPMI's shift is log k)")
+        if min(self.cds) <= 0 or min(self.eig) < 0:
+            raise ValueError("cds must be > 0 and eig >= 0")
+        return self
 
 
 class EmbeddingsGloVe(ParamSection):
@@ -205,7 +232,7 @@ class Embeddings(ParamSection):
     seeds: dict[str, list[int]]
     sgns: EmbeddingsSGNS
     subword: EmbeddingsSubword
-    ppmi: EmbeddingsPPMI
+    tune: EmbeddingsTune
     glove: EmbeddingsGloVe
     gensim: EmbeddingsGensim
 
@@ -333,6 +360,7 @@ SECTIONS: dict[str, type[BaseModel]] = {
     "subsample": Subsample,
     "tokenizer": Tokenizer,
     "report": Report,
+    "verdicts": Verdicts,
     "accel": Accel,
     "embeddings": Embeddings,
     "evaluate_embeddings": EvaluateEmbeddings,

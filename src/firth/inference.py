@@ -263,6 +263,16 @@ class Test(Record):
         d, lo, hi = (scale * x for x in (self.diff, self.low, self.high))
         return f"{d:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}]"
 
+    def sentence(self, digits: int = 2, scale: float = 1.0) -> str:
+        """'0.82 vs 0.75: +0.07 [0.03, 0.11] (holds; paired bootstrap over 300
+        items, seeds 2 against 2)'."""
+        a, b = scale * self.a.score, scale * self.b.score
+        need = f", needs about {self.needs:,} items" if self.needs else ""
+        return (
+            f"{a:.{digits}f} vs {b:.{digits}f}: {self.interval(digits, scale)} "
+            f"({self.verdict}{need}; {self.design()})"
+        )
+
     def design(self) -> str:
         """How the test was made, e.g. 'paired bootstrap over 300 items, seeds 2
         against 1'."""

@@ -32,7 +32,7 @@ def slug(title: str) -> str:
 
 
 LINK = re.compile(r"^→ (.+)$")  # a table cell "→ Section title" links to it
-VERDICTS = {"holds": "holds", "does not hold": "fails"}
+VERDICTS = {"holds": "holds", "does not hold": "fails", "inconclusive": "open"}
 
 
 def _linked(cell: str):
@@ -59,10 +59,17 @@ REPORT_CSS = (
     "td:first-child,th:first-child{text-align:left}th{background:#f3f3f3}"
     "caption{text-align:left;font-weight:bold}img{max-width:100%}"
     "td.holds{background:#e3f6e5}td.fails{background:#fde2e1}"
+    "td.open{background:#efefef}"
     "nav li{margin:.1em 0}"
 )
 
 REPORT_HTML = _HTML.from_string("""\
+{% macro figures(sec) %}
+{% for caption, png in sec.figures %}
+<figure><img alt="{{ caption }}" src="data:image/png;base64,{{ png | b64 }}">\
+<figcaption>{{ caption }}</figcaption></figure>
+{% endfor %}
+{% endmacro %}
 <!doctype html><html><head><meta charset='utf-8'><title>{{ title }}</title>
 <style>{{ css }}</style></head><body>
 <h1>{{ title }}</h1>
@@ -81,6 +88,7 @@ REPORT_HTML = _HTML.from_string("""\
 {% for para in sec.intro.split("\\n\\n") if para %}
 <p>{{ para }}</p>
 {% endfor %}
+{% if sec.lead_figures %}{{ figures(sec) }}{% endif %}
 {% for caption, (head, rows) in sec.tables %}
 <table>
 {% if caption %}<caption>{{ caption }}</caption>{% endif %}
@@ -90,16 +98,19 @@ REPORT_HTML = _HTML.from_string("""\
 {% endfor %}
 </table>
 {% endfor %}
-{% for caption, png in sec.figures %}
-<figure><img alt="{{ caption }}" src="data:image/png;base64,{{ png | b64 }}">\
-<figcaption>{{ caption }}</figcaption></figure>
-{% endfor %}
+{% if not sec.lead_figures %}{{ figures(sec) }}{% endif %}
 </section>
 {% endfor %}
 </body></html>
 """)
 
 REPORT_MD = _TEXT.from_string("""\
+{% macro figures(sec) %}
+{% for caption, _ in sec.figures %}
+![{{ caption }}]({{ figure_paths[caption] }})
+
+{% endfor %}
+{% endmacro %}
 # {{ title }}
 
 {% for k, v in meta.items() %}
@@ -113,6 +124,7 @@ REPORT_MD = _TEXT.from_string("""\
 {{ sec.intro }}
 
 {% endif %}
+{% if sec.lead_figures %}{{ figures(sec) }}{% endif %}
 {% for caption, (head, rows) in sec.tables %}
 {% if caption %}
 **{{ caption }}**
@@ -126,10 +138,7 @@ REPORT_MD = _TEXT.from_string("""\
 {% endfor %}
 
 {% endfor %}
-{% for caption, _ in sec.figures %}
-![{{ caption }}]({{ figure_paths[caption] }})
-
-{% endfor %}
+{% if not sec.lead_figures %}{{ figures(sec) }}{% endif %}
 {% endfor %}
 """)
 

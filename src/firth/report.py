@@ -25,6 +25,7 @@ class Section:
     intro: str = ""
     tables: list[tuple[str, Table]] = field(default_factory=list)
     figures: list[tuple[str, bytes]] = field(default_factory=list)
+    lead_figures: bool = False  # figures before the tables (the scorecard's)
 
 
 SPLITS = ("train", "valid", "test")

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from firth.dag_report import dag_section
+from firth.inference import Rule
 from firth.embeddings.report import embeddings_section
 from firth.embeddings.results import EmbeddingDetail, EmbeddingEval, EmbeddingTrain
-from firth.findings import findings, scorecard
 from firth.io import read_json
 from firth.lm.report import lm_section
 from firth.lm.results import LmDetail, LmEval, LmTrain
@@ -22,7 +22,6 @@ from firth.nli.report import nli_section
 from firth.nli.results import NliEval, NliTrain
 from firth.nmt.report import nmt_section
 from firth.nmt.results import NmtDetail, NmtEval, NmtTrain
-from firth.partial_input import partial_input_section
 from firth.report import (
     Section,
     not_run_section,
@@ -34,12 +33,15 @@ from firth.report import (
     tokenizer_section,
 )
 from firth.results import load, parse
+from firth.scorecard import Scorecard, load_evidence, scorecard
+from firth.scorecard import sections as scorecard_sections
 from firth.tagging.report import tagging_section
 from firth.tagging.results import TaggerEval, TaggerTrain
 
 BUILT_FROM = (
     "reports/data/*.json, reports/tokenizers/*.csv, "
-    "reports/embeddings/*/*.json, reports/lm/*/*, reports/nmt/*/*, "
+    "reports/embeddings/*/*.json, reports/*/*/items.json.gz, "
+    "reports/lm/*/*, reports/nmt/*/*, "
     "reports/tagging/*/*, reports/nli/*/*, reports/audit/*.json, "
     "benchmarks/results/{embeddings,lm,nmt,tagger,dag}.json, "
     "reports/sources/*/*.json"
@@ -387,9 +389,11 @@ def nli_card(page: Page) -> None:
         page.sections.append(nli_section(evals, seeds))
 
 
-def build(root: Path, params: dict, bench: Path) -> tuple[list[Section], dict]:
-    """Every section of the report, the Scorecard first, and the page's
-    metadata (revision, built-from)."""
+def build(
+    root: Path, params: dict, bench: Path, *, rule: Rule, margin: float
+) -> tuple[list[Section], dict, Scorecard]:
+    """Every section of the report, the Scorecard and the partial-input baselines
+    first, the page's metadata (revision, built-from), and the scorecard."""
     revision = _revision(root)
     sources = read_sources(root)
     page = Page(root, params, revision, sources, bench, data_sections(root, sources))
@@ -398,16 +402,12 @@ def build(root: Path, params: dict, bench: Path) -> tuple[list[Section], dict]:
     pipeline = dag_section(page.benchmark("dag"))
     if pipeline is not None:
         page.sections.append(pipeline)
-    e = page.evals
-    baselines = None
-    if any(e.values()):
-        baselines = partial_input_section(
-            e["emb"], e["lm"], e["nmt"], e["tagging"], e["nli"]
-        )
-    found = findings(emb=e["emb"], lm=e["lm"], nmt=e["nmt"], tagging=e["tagging"])
-    card = scorecard(found, budget_note=_budget(params), baselines=baselines)
+    card = scorecard(load_evidence(root, rule, margin))
+    lead = scorecard_sections(
+        card, budget_note=_budget(params), nli=bool(page.evals.get("nli"))
+    )
     meta = {"code revision": revision, "built from": BUILT_FROM}
-    return [card, *page.sections], meta
+    return [*lead, *page.sections], meta, card
 
 
 def figure_name(title: str, i: int) -> str:

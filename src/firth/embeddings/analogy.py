@@ -91,12 +91,18 @@ def _predict(
 
 
 def evaluate_analogies(
-    emb: Embedding, sections: list[AnalogySection], *, restrict: int | None
+    emb: Embedding,
+    sections: list[AnalogySection],
+    *,
+    restrict: int | None,
+    hits: dict | None = None,
 ) -> dict:
     """Accuracy per method, by section and in total, with coverage.
 
     ``restrict``: candidates are the ``restrict`` most frequent words (the rows
-    of ``emb`` come in frequency order); None = the whole vocabulary.
+    of ``emb`` come in frequency order); None = the whole vocabulary. ``hits``
+    (a dict, filled in): the covered questions' indices in file order
+    (``covered``) and each method's 0/1 answers on them, for the verdicts.
     """
     lookup = _lookup(emb.words, restrict)
     n_rows = len(emb.words) if not restrict else min(restrict, len(emb.words))
@@ -104,17 +110,24 @@ def evaluate_analogies(
     result: dict = {"restrict": restrict or 0, "candidates": n_rows, "sections": {}}
     all_q, all_ok = 0, 0
     correct_total = dict.fromkeys(METHODS, 0)
+    if hits is not None:
+        hits.update({"covered": [], **{m: [] for m in METHODS}})
     for sec in sections:
         idx = [[lookup.get(w.upper(), -1) for w in q] for q in sec.questions]
+        where = [all_q + i for i, r in enumerate(idx) if min(r) >= 0]
         covered = np.array([r for r in idx if min(r) >= 0], dtype=np.int64)
         covered = covered.reshape(-1, 4)
         entry = {"questions": len(sec.questions), "covered": len(covered)}
         if len(covered):
             pred = _predict(unit, covered)
             for m in METHODS:
-                hits = int((pred[m] == covered[:, 3]).sum())
-                correct_total[m] += hits
-                entry[m] = hits / len(covered)
+                right = pred[m] == covered[:, 3]
+                correct_total[m] += int(right.sum())
+                entry[m] = int(right.sum()) / len(covered)
+                if hits is not None:
+                    hits[m] += [int(x) for x in right]
+            if hits is not None:
+                hits["covered"] += where
         else:
             entry.update(dict.fromkeys(METHODS, 0.0))
         result["sections"][sec.name] = entry

@@ -1,8 +1,11 @@
 """Windowed co-occurrence counts of a corpus, as a sparse (V, V) matrix.
 
 Pairs never cross a sentence boundary. Every context within ``window`` positions on
-either side counts, with weight 1 (``weighting="uniform"``, for PPMI) or 1/distance
-(``weighting="harmonic"``, GloVe's counting). The matrix is symmetric.
+either side counts, with weight 1 (``weighting="uniform"``), (m - d + 1) / m at
+distance d (``weighting="dynamic"``: the expected weight of word2vec's dynamic
+window, which draws each window size uniformly from 1..m; Levy, Goldberg and Dagan
+2015 give PPMI the same weighting to match SGNS) or 1/d (``weighting="harmonic"``,
+GloVe's counting). The matrix is symmetric.
 """
 
 from __future__ import annotations
@@ -15,7 +18,16 @@ from tqdm import tqdm
 
 from firth.embeddings.corpus import Corpus
 
-Weighting = Literal["uniform", "harmonic"]
+Weighting = Literal["uniform", "dynamic", "harmonic"]
+
+
+def distance_weight(weighting: Weighting, d: int, window: int) -> float:
+    """The weight of a context at distance ``d`` (1..window)."""
+    if weighting == "uniform":
+        return 1.0
+    if weighting == "dynamic":
+        return (window - d + 1) / window
+    return 1.0 / d
 
 
 def cooccurrence(
@@ -41,7 +53,7 @@ def cooccurrence(
         a, b = ids[s:e], ids[s + o : e + o]
         same = sent[s:e] == sent[s + o : e + o]
         a, b = a[same], b[same]
-        w = 1.0 if weighting == "uniform" else 1.0 / o
+        w = distance_weight(weighting, o, window)
         data = np.full(len(a), w, dtype=np.float64)
         block = sp.coo_matrix((data, (a, b)), shape=(V, V)).tocsr()  # sums repeats
         total = total + block + block.T

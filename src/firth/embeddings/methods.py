@@ -25,9 +25,11 @@ from firth.config import Embeddings
 from firth.embeddings.cooccurrence import cooccurrence
 from firth.embeddings.corpus import Corpus
 from firth.embeddings.glove import GloVeConfig, train_glove
-from firth.embeddings.ppmi import ppmi, svd_vectors
-from firth.embeddings.sgns import SGNSConfig, train_sgns
+from firth.embeddings.ppmi import ppmi, svd_factors, weighted
+from firth.embeddings.sgns import SGNSConfig, keep_probabilities, train_sgns
+from firth.embeddings.similarity import Pair
 from firth.embeddings.subword import SubwordSpace, build_space
+from firth.embeddings.tuning import TUNED, choose, grid, label
 from firth.embeddings.vectors import Embedding
 
 log = logging.getLogger(__name__)
@@ -36,12 +38,23 @@ METHODS = ("sgns", "subword", "ppmi-svd", "glove", "gensim")
 # the sections of ``embeddings`` each method reads, besides ``common`` (its stage's
 # params in dvc.yaml; a test checks they agree)
 READS = {
-    "sgns": ("sgns",),
+    "sgns": ("sgns", "tune"),
     "subword": ("sgns", "subword"),
-    "ppmi-svd": ("ppmi",),
+    "ppmi-svd": ("tune",),
     "glove": ("glove",),
     "gensim": ("gensim",),
 }
+
+
+def reference_setting(cfg: Embeddings) -> dict:
+    """The one setting of SGNS and PPMI-SVD trained without tuning (benchmarks,
+    ``train_method``): ``common.negatives``, cds 0.75, eig 0.5, word vectors."""
+    return {
+        "negatives": cfg.common.negatives,
+        "cds": 0.75,
+        "eig": 0.5,
+        "context_vectors": False,
+    }
 
 
 @dataclass
@@ -54,12 +67,18 @@ class TrainedVectors:
     space: SubwordSpace | None = None
 
 
-def sgns_config(cfg: Embeddings, seed: int) -> SGNSConfig:
+def sgns_config(
+    cfg: Embeddings, seed: int, *, negatives: int | None = None, cds: float = 0.75
+) -> SGNSConfig:
+    """SGNS's settings: ``common`` (window and its weighting, subsampling, epochs),
+    ``sgns`` (the optimiser), and the tuned ``negatives`` and ``cds``."""
     c = cfg.common
     return SGNSConfig(
         dim=c.dim,
         window=c.window,
-        negatives=c.negatives,
+        dynamic_window=c.window_weighting == "dynamic",
+        negatives=negatives or c.negatives,
+        cds=cds,
         sample=c.sample,
         epochs=c.epochs,
         lr=cfg.sgns.lr,
@@ -84,26 +103,119 @@ def train_method(
     seed: int,
     progress: bool = True,
     checkpoint: Checkpoint | None = None,
+    setting: dict | None = None,
 ) -> TrainedVectors:
-    """Train ``method``; with ``checkpoint``, the iterative trainers (SGNS,
-    subword, GloVe) save their state after every epoch and resume from it."""
+    """Train ``method`` once (SGNS and PPMI-SVD with ``setting``, default the
+    reference setting; ``train_tuned`` chooses theirs); with ``checkpoint``, the
+    iterative trainers (SGNS, subword, GloVe) save their state after every epoch
+    and resume from it."""
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r} (known: {', '.join(METHODS)})")
     if method == "gensim":
         return _train_gensim(corpus, sentences, cfg, seed=seed)
-    run = TrainerInputs(
-        corpus,
-        cfg,
-        seed,
-        resolve_device(cfg.common.device, key="embeddings.common.device"),
-        progress,
-        checkpoint,
-    )
+    run = _inputs(corpus, cfg, seed, progress, lambda _: checkpoint)
+    setting = setting or reference_setting(cfg)
     if method == "ppmi-svd":
-        return _train_ppmi_svd(run)
+        t0 = time.perf_counter()
+        candidates, stats = _ppmi_svd_grid(run, [setting])
+        return _chosen(corpus, candidates, 0, stats, t0, trainings=1)
     if method == "glove":
         return _train_glove(run)
-    return _train_sgns(run, subword=method == "subword")
+    sub = method == "subword"
+    return _train_sgns(run, subword=sub, **({} if sub else _sgns_keys(setting)))
+
+
+def _inputs(corpus, cfg, seed, progress, checkpoints) -> TrainerInputs:
+    device = resolve_device(cfg.common.device, key="embeddings.common.device")
+    return TrainerInputs(corpus, cfg, seed, device, progress, checkpoints(None))
+
+
+def _sgns_keys(setting: dict) -> dict:
+    return {"negatives": setting["negatives"], "cds": setting["cds"]}
+
+
+def train_tuned(
+    method: str,
+    corpus: Corpus,
+    cfg: Embeddings,
+    *,
+    seed: int,
+    dev: dict[str, list[Pair]],
+    progress: bool = True,
+    checkpoints=None,
+) -> TrainedVectors:
+    """SGNS or PPMI-SVD trained at every setting of ``embeddings.tune`` and the one
+    with the best mean Spearman on the ``dev`` halves of the similarity sets kept
+    (firth.embeddings.tuning); its statistics hold the whole grid's dev scores.
+    ``checkpoints(setting)`` gives each SGNS training its epoch checkpoint."""
+    if method not in TUNED:
+        raise ValueError(f"{method} is not tuned (tuned: {', '.join(TUNED)})")
+    settings = grid(cfg.tune, method)
+    if len(settings) > 1 and not dev:
+        raise ValueError(
+            f"embeddings.tune gives {method} {len(settings)} settings to choose "
+            "from, but there is no similarity set to choose on (sources.eval)"
+        )
+    checkpoints = checkpoints or (lambda _: None)
+    run = _inputs(corpus, cfg, seed, progress, checkpoints)
+    t0 = time.perf_counter()
+    if method == "ppmi-svd":
+        candidates, stats = _ppmi_svd_grid(run, settings)
+        trainings = len({(s["negatives"], s["cds"]) for s in settings})
+    else:
+        candidates, stats, trainings = _sgns_grid(run, settings, checkpoints)
+    best, table = choose(corpus.vocab.words, candidates, dev)
+    log.info(
+        "%s: chose %s of %d settings on the dev halves (mean Spearman %s)",
+        method,
+        table[best]["setting"],
+        len(settings),
+        table[best]["dev_mean"],
+    )
+    out = _chosen(corpus, candidates, best, stats, t0, trainings=trainings)
+    out.stats.update(tuning=table, setting=table[best]["setting"])
+    return out
+
+
+def _chosen(corpus, candidates, best, stats, t0, *, trainings: int):
+    """The ``best`` candidate as the trained vectors, with the grid's statistics
+    (its seconds and words per second over every training)."""
+    seconds = time.perf_counter() - t0
+    setting, vectors = candidates[best]
+    stats = dict(stats.get(_key(setting), stats.get("shared", {})))
+    epochs = stats.pop("epochs", 1)
+    loss = stats.pop("loss_curve", [])
+    stats.update(
+        seconds=seconds,
+        words_per_second=_rate(corpus, epochs * trainings, seconds),
+        trainings=trainings,
+    )
+    return TrainedVectors(Embedding(corpus.vocab.words, vectors), stats, loss)
+
+
+def _key(setting: dict) -> tuple:
+    return (setting["negatives"], setting["cds"])
+
+
+def _sgns_grid(run: TrainerInputs, settings: list[dict], checkpoints):
+    """One SGNS training per (negatives, cds) of the grid; w and w+c from each."""
+    candidates, stats = [], {}
+    trained: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+    for setting in settings:
+        key = _key(setting)
+        if key not in trained:
+            run.checkpoint = checkpoints(setting)
+            out, C = _train_sgns(run, subword=False, **_sgns_keys(setting), want_c=True)
+            trained[key] = (out.embedding.matrix, C)
+            stats[key] = {
+                **{k: v for k, v in out.stats.items() if k != "config"},
+                "epochs": run.cfg.common.epochs,
+                "loss_curve": out.loss_curve,
+            }
+        W, C = trained[key]
+        vectors = W + C if setting["context_vectors"] else W
+        candidates.append((setting, vectors.astype(np.float32)))
+    return candidates, stats, len(trained)
 
 
 @dataclass
@@ -127,9 +239,16 @@ class TrainerInputs:
         return self.checkpoint.save if self.checkpoint else None
 
 
-def _train_sgns(run: TrainerInputs, *, subword: bool) -> TrainedVectors:
+def _train_sgns(
+    run: TrainerInputs,
+    *,
+    subword: bool,
+    negatives: int | None = None,
+    cds: float = 0.75,
+    want_c: bool = False,
+):
     corpus, cfg, device = run.corpus, run.cfg, run.device
-    scfg = sgns_config(cfg, run.seed)
+    scfg = sgns_config(cfg, run.seed, negatives=negatives, cds=cds)
     space = S = None
     if subword:
         sw = cfg.subword
@@ -164,32 +283,56 @@ def _train_sgns(run: TrainerInputs, *, subword: bool) -> TrainedVectors:
     if space is not None:
         stats["input_rows"] = space.rows
         stats["used_buckets"] = int(len(space.used_buckets))
-    return TrainedVectors(
+    out = TrainedVectors(
         Embedding(corpus.vocab.words, W.detach().cpu().numpy().astype(np.float32)),
         stats,
         st.epoch_loss,
         table=Z.detach().cpu() if space is not None else None,
         space=space,
     )
+    if want_c:
+        return out, _C.detach().cpu().numpy()
+    return out
 
 
-def _train_ppmi_svd(run: TrainerInputs) -> TrainedVectors:
-    corpus, cfg = run.corpus, run.cfg
-    t0 = time.perf_counter()
-    X = cooccurrence(corpus, window=cfg.common.window, progress=run.progress)
-    M = ppmi(X, alpha=cfg.ppmi.alpha, shift=cfg.ppmi.shift)
-    vecs, S = svd_vectors(M, dim=cfg.common.dim, power=cfg.ppmi.power, seed=run.seed)
-    seconds = time.perf_counter() - t0
-    return TrainedVectors(
-        Embedding(corpus.vocab.words, vecs),
-        {
-            "seconds": seconds,
-            "words_per_second": _rate(corpus, 1, seconds),
-            "cooccurrence_nonzeros": int(X.nnz),
-            "ppmi_nonzeros": int(M.nnz),
-            "top_singular_values": [float(x) for x in S[:5]],
-        },
+def subsampled(corpus: Corpus, sample: float, seed: int) -> Corpus:
+    """The corpus with each occurrence kept with probability min(1, sqrt(t/f))
+    (SGNS's subsampling, drawn once with ``seed``), before any window is taken:
+    Levy, Goldberg and Dagan's 'dirty' subsampling, which SGNS does too."""
+    if sample <= 0:
+        return corpus
+    keep = keep_probabilities(corpus.vocab.counts, sample)
+    mask = np.random.default_rng(seed).random(len(corpus.ids)) < keep[corpus.ids]
+    return Corpus(corpus.vocab, corpus.ids[mask], corpus.sentence[mask])
+
+
+def _ppmi_svd_grid(run: TrainerInputs, settings: list[dict]):
+    """The co-occurrences counted once (the common window, its weighting, the
+    subsampling), then one shifted, smoothed PPMI matrix and SVD per (negatives,
+    cds) of the grid, and the eig and w+c variants of each."""
+    corpus, c = run.corpus, run.cfg.common
+    kept = subsampled(corpus, c.sample, run.seed)
+    X = cooccurrence(
+        kept, window=c.window, weighting=c.window_weighting, progress=run.progress
     )
+    candidates, stats, factors = [], {}, {}
+    for setting in settings:
+        key = _key(setting)
+        if key not in factors:
+            M = ppmi(X, alpha=setting["cds"], shift=float(setting["negatives"]))
+            factors[key] = svd_factors(M, dim=c.dim, seed=run.seed)
+            stats[key] = {
+                "cooccurrence_nonzeros": int(X.nnz),
+                "ppmi_nonzeros": int(M.nnz),
+                "kept_tokens": int(len(kept.ids)),
+                "top_singular_values": [float(x) for x in factors[key][1][:5]],
+            }
+        U, S, V = factors[key]
+        vectors = weighted(
+            U, S, V, eig=setting["eig"], context=setting["context_vectors"]
+        )
+        candidates.append((setting, vectors))
+    return candidates, stats
 
 
 def _train_glove(run: TrainerInputs) -> TrainedVectors:
@@ -243,6 +386,7 @@ def _train_gensim(
         sg=1,
         hs=0,
         sample=c.sample,
+        shrink_windows=c.window_weighting == "dynamic",
         min_count=c.min_count,
         workers=c.threads or torch.get_num_threads(),
         alpha=cfg.gensim.alpha,

@@ -17,7 +17,15 @@ from firth.embeddings.results import (  # noqa: E402
     EmbeddingTrain,
     Scores,
 )
+from firth.evidence import (  # noqa: E402
+    HIT,
+    Evidence,
+    NoEvidence,
+    hit_side,
+    similarity_sides,
+)
 from firth.formatting import num  # noqa: E402
+from firth.inference import compare, equivalent, spearman_metric  # noqa: E402
 from firth.report import Section, Table, figure_png  # noqa: E402
 from firth.results import Spread  # noqa: E402
 
@@ -25,13 +33,21 @@ ORDER = ("sgns", "subword", "ppmi-svd", "glove", "gensim")
 SIMILARITY = (("wordsim353", "WS-353"), ("simlex999", "SimLex-999"))
 INTRO = (
     "Trained on data/subsampled/text/train.txt; gensim's Word2Vec (skip-gram, "
-    "same d, window, negatives, sample, min_count, epochs, threads) is the "
-    "reference. Analogies: Google set, accuracy over covered questions; 'top' "
-    "restricts candidates to the 30,000 most frequent words (gensim/word2vec "
-    "convention), 'full' uses the whole vocabulary; 3CosAdd excludes the three "
-    "input words, '3CosAdd incl.' does not; only-b answers the nearest "
-    "neighbour of b (a baseline). Similarity: Spearman over the pairs whose "
-    "words have vectors (coverage beside it)."
+    "same d, window and its weighting, negatives, sample, min_count, epochs, "
+    "threads) is the reference. SGNS and PPMI-SVD are matched as Levy, Goldberg "
+    "and Dagan (2015) match them: the same window (size and weighting) and the "
+    "same subsampling, and each method's own setting (negatives or shift, context "
+    "smoothing, w or w+c, eigenvalue weighting) chosen from one grid on the dev "
+    "half of every similarity set (embeddings.tune; the table of every setting "
+    "below). Similarity: Spearman over the pairs of each set's test half whose "
+    "words have vectors (coverage beside it); the dev half chose the settings and "
+    "is never reported as a score. Analogies: Google set, accuracy over covered "
+    "questions; 'top' restricts candidates to the most frequent "
+    "evaluate_embeddings.restrict words where the vocabulary is larger (else it "
+    "is the whole vocabulary, as 'full'); 3CosAdd excludes the three input words, "
+    "'3CosAdd incl.' does not; only-b answers the nearest neighbour of b (a "
+    "baseline). A deterministic method whose seeds give identical vectors counts "
+    "as one run."
 )
 
 
@@ -60,14 +76,20 @@ def embeddings_section(
     details: dict[str, EmbeddingDetail],
     bench: dict | None,
     curves: dict[str, dict[int, list[tuple[int, float]]]] | None = None,
+    ev: Evidence | None = None,
 ) -> Section:
     """``train``: each method's train records (one per seed); ``details``: each
     method's eval_detail.json; ``curves``: method -> seed -> (epoch, training
-    loss) of the iterative methods."""
+    loss) of the iterative methods; ``ev``: the per-item evidence SGNS and
+    PPMI-SVD are compared on."""
     methods = ordered(evals)
-    sec = Section("Word embeddings", INTRO)
+    sec = Section("Word embeddings", INTRO + _candidates(details))
     sec.tables.append(methods_table(methods, train, evals))
     sec.tables.append(seeds_table(methods, evals))
+    if tuned := tuning_table(train):
+        sec.tables.append(tuned)
+    if ev is not None and (matched := matched_table(ev)):
+        sec.tables.append(matched)
     if any(evals[m].summary.similarity_with_oov for m in methods):
         sec.tables.append(oov_similarity_table(methods, evals))
     top = {m: details[m].top() if m in details else None for m in methods}
@@ -76,7 +98,7 @@ def embeddings_section(
         sec.tables.append(analogy_sections_table(methods, top, names))
     sec.tables += neighbour_tables(methods, details)
     if bench:
-        sec.tables.append(benchmark_table(bench))
+        sec.tables.append(benchmark_table(bench, train))
     sec.figures.append(
         ("Embedding quality by method", embeddings_figure(methods, evals))
     )
@@ -145,6 +167,105 @@ def methods_table(
         "evaluate-embeddings@<method>; means over the seeds, ± sample sd)",
         (header, rows),
     )
+
+
+def _candidates(details: dict[str, EmbeddingDetail]) -> str:
+    """What 'top' means on this run: the restriction, or every word."""
+    top = next((d.top() for d in details.values() if d.top()), None)
+    if top is None:
+        return ""
+    if top.restrict:
+        return f" Here 'top' is the {top.candidates:,} most frequent words."
+    return (
+        f" Here the vocabulary ({top.candidates:,} words) is smaller than the "
+        "restriction, so 'top' and 'full' are the same evaluation."
+    )
+
+
+def tuning_table(train: dict[str, list[EmbeddingTrain]]):
+    """Every setting of the tuned methods' grids with its dev Spearman (seed
+    mean) and how often it was chosen."""
+    rows = []
+    for m in ("sgns", "ppmi-svd"):
+        runs = [t for t in train.get(m, []) if getattr(t, "tuning", None)]
+        if not runs:
+            continue
+        settings = [row.setting for row in runs[0].tuning]
+        sets = sorted(runs[0].tuning[0].dev_spearman)
+        for i, setting in enumerate(settings):
+            cells = [run.tuning[i] for run in runs]
+            per_set = []
+            for name in sets:
+                vals = [c.dev_spearman.get(name) for c in cells]
+                vals = [v for v in vals if v is not None]
+                per_set.append(num(sum(vals) / len(vals), 4) if vals else "-")
+            means = [c.dev_mean for c in cells if c.dev_mean is not None]
+            rows.append(
+                [
+                    m,
+                    setting,
+                    *per_set,
+                    num(sum(means) / len(means), 4) if means else "-",
+                    f"{sum(c.chosen for c in cells)} of {len(cells)}",
+                ]
+            )
+    if not rows:
+        return None
+    header = ["method", "setting", *(f"dev {n}" for n in sets), "dev mean", "chosen"]
+    return (
+        "Tuning on the dev halves: every setting of embeddings.tune, its dev "
+        "Spearman (mean over seeds) and how many seeds chose it (each seed chooses "
+        "its own)",
+        (header, rows),
+    )
+
+
+def matched_table(ev: Evidence):
+    """SGNS against PPMI-SVD, matched and tuned: every similarity set's test half
+    (an equivalence test at the margin) and the analogies (paired differences)."""
+    if not {"sgns", "ppmi-svd"} <= set(ev.emb_items):
+        return None
+    rows = []
+    for name in sorted(ev.emb_items["sgns"].similarity):
+        try:
+            (a, b), half = similarity_sides(ev, ["sgns", "ppmi-svd"], name)
+        except NoEvidence:
+            continue
+        t = equivalent(a, b, spearman_metric(), ev.rule, ev.margin)
+        rows.append(
+            [f"{name}, test half", f"Spearman, within ±{ev.margin:g}", *_cells(t, 4)]
+        )
+    for key, what in (("3cosadd", "3CosAdd"), ("3cosmul", "3CosMul")):
+        for name in sorted(ev.emb_items["sgns"].analogy):
+            try:
+                a = hit_side(ev, "sgns", name, key, "sgns")
+                b = hit_side(ev, "ppmi-svd", name, key, "ppmi-svd")
+            except NoEvidence:
+                continue
+            if a.items != b.items:
+                continue
+            t = compare(a, b, HIT, ev.rule)
+            rows.append([name, f"{what} accuracy %, difference", *_cells(t, 2)])
+    if not rows:
+        return None
+    header = ["set", "test", "SGNS", "PPMI-SVD", "difference [interval]"]
+    header += ["items", "seeds", "verdict"]
+    return (
+        "SGNS against PPMI-SVD, matched and each tuned on dev (paired bootstrap, "
+        "seeds resampled; similarity: equivalence tests, 90% intervals)",
+        (header, rows),
+    )
+
+
+def _cells(t, digits: int) -> list[str]:
+    return [
+        num(t.a.score, digits),
+        num(t.b.score, digits),
+        t.interval(digits),
+        f"{t.n:,}",
+        f"{t.a.seeds} / {t.b.seeds}",
+        t.verdict,
+    ]
 
 
 def seeds_table(methods: list[str], evals: dict[str, EmbeddingEval]):
@@ -243,7 +364,11 @@ def embeddings_figure(methods: list[str], evals: dict[str, EmbeddingEval]) -> by
     return figure_png(fig)
 
 
-def benchmark_table(bench: dict) -> tuple[str, Table]:
+def benchmark_table(
+    bench: dict, train: dict[str, list[EmbeddingTrain]] | None = None
+) -> tuple[str, Table]:
+    """benchmarks/results/embeddings.json's rows, with a caption saying whether
+    they come from this run's corpus (its sha256 against the models')."""
     summary, ratios = bench["summary"], bench.get("ratio_to_gensim", {})
     rows = []
     for m, e in summary.items():
@@ -273,9 +398,26 @@ def benchmark_table(bench: dict) -> tuple[str, Table]:
                 else "-",
             ]
         )
+    ours = {t.corpus_sha256 for runs in (train or {}).values() for t in runs}
+    same = bench.get("corpus_sha256") in ours
+    where = (
+        f"this run's corpus ({bench.get('corpus_tokens', 0):,} tokens)"
+        if same
+        else (
+            f"NOT this run's corpus: the file {bench['corpus']} of the project "
+            f"{bench.get('project', 'the benchmark ran in')}"
+            + (
+                f", {bench['corpus_tokens']:,} tokens"
+                if "corpus_tokens" in bench
+                else " when it ran (its hash was not recorded)"
+            )
+            + "; its rows are not the models above"
+        )
+    )
     caption = (
         f"Benchmark: `{bench['command']}` ({bench['machine']['cpus']} CPUs, "
-        f"corpus {bench['corpus']}; mean ± sd over seeds; ratios to gensim)"
+        f"{where}; mean ± sd over seeds; ratios to gensim; each method at its "
+        "reference setting, not tuned)"
     )
     return (
         caption,

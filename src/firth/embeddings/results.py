@@ -29,7 +29,8 @@ class Analogy(Record, Generic[N]):
 
 class Similarity(Record, Generic[N]):
     """Spearman correlation with human similarity judgements over the pairs whose
-    words have vectors, and the share of pairs covered."""
+    words have vectors, and the share of pairs covered (of one half of the set:
+    firth.embeddings.tuning)."""
 
     spearman: N = tracked("higher", abs_tol=0.02)
     coverage: N
@@ -45,7 +46,8 @@ class Scores(Record, Generic[N]):
 
     vocab: N
     analogy: dict[str, dict[VocabSlice, Analogy[N]]] = {}
-    similarity: dict[str, Similarity[N]] = {}
+    similarity: dict[str, Similarity[N]] = {}  # the test half of each set
+    similarity_dev: dict[str, Similarity[N]] = {}  # the dev half (tuning)
     similarity_with_oov: dict[str, Similarity[N]] = {}
 
     def analogy_at(self, vocab: VocabSlice, name: str = ANALOGY) -> Analogy[N] | None:
@@ -87,6 +89,34 @@ def compare_rules() -> list[tuple[str, dict]]:
     return out
 
 
+class SimilarityItems(Record):
+    """One similarity set, every pair in file order: the human score, whether the
+    pair is in the test half (1) or the dev half (0), and each seed's cosine
+    (None: a word without a vector)."""
+
+    gold: list[float]
+    test: list[int]
+    cosine: dict[str, list[float | None]]
+
+
+class AnalogyItems(Record):
+    """One analogy set over the ``candidates`` most frequent words: the covered
+    questions' indices in file order, and each seed's 0/1 answers on them per
+    method (3cosadd, 3cosadd_incl, 3cosmul, only_b)."""
+
+    candidates: int
+    covered: list[int]
+    hits: dict[str, dict[str, list[int]]]
+
+
+class EmbeddingItems(Record):
+    """items.json.gz of a method: what the verdicts resample (firth.inference)."""
+
+    method: str
+    similarity: dict[str, SimilarityItems]
+    analogy: dict[str, AnalogyItems]
+
+
 class _Train(Record):
     """What every embedding trainer records."""
 
@@ -105,7 +135,31 @@ class _Iterative(_Train):
     final_loss: float
 
 
-class SgnsTrain(_Iterative):
+class TuningRow(Record):
+    """One setting of a tuned method's grid with its Spearman on the dev half of
+    each similarity set, their mean (the criterion), and whether it was chosen."""
+
+    setting: str
+    negatives: int
+    cds: float
+    context_vectors: bool
+    eig: float | None = None
+    dev_spearman: dict[str, float | None]
+    dev_mean: float | None
+    chosen: bool
+
+
+class _Tuned(Record):
+    """A tuned method's grid (firth.embeddings.tuning): the chosen setting, every
+    setting's dev scores, and the trainings (SGNS runs, PPMI SVDs) it took;
+    seconds and words per second cover them all."""
+
+    setting: str | None = None
+    tuning: list[TuningRow] = []
+    trainings: int = 1
+
+
+class SgnsTrain(_Iterative, _Tuned):
     method: Literal["sgns"]
     first_loss: float
     kept_tokens_per_epoch: float
@@ -128,10 +182,11 @@ class GloveTrain(_Iterative):
     nonzeros: int
 
 
-class PpmiSvdTrain(_Train):
+class PpmiSvdTrain(_Train, _Tuned):
     method: Literal["ppmi-svd"]
     cooccurrence_nonzeros: int
     ppmi_nonzeros: int
+    kept_tokens: int | None = None  # after subsampling, before counting
     top_singular_values: list[float]
 
 

@@ -67,8 +67,10 @@ warnings.filterwarnings("ignore", message="Sparse invariant checks are implicitl
 @dataclass(frozen=True)
 class SGNSConfig:
     dim: int = 100
-    window: int = 5  # m: windows are drawn uniformly from 1..m
+    window: int = 5  # m: windows are drawn uniformly from 1..m (dynamic)
+    dynamic_window: bool = True  # False: every context within m, always
     negatives: int = 5  # K
+    cds: float = 0.75  # noise distribution unigram^cds (context smoothing)
     sample: float = 1e-4  # t; 0 = no subsampling
     epochs: int = 5
     lr: float = 0.2  # initial rate, decays linearly to lr * min_lr_ratio
@@ -146,15 +148,20 @@ def window_pairs(
     *,
     window: int,
     generator: torch.Generator,
+    dynamic: bool = True,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(centre position, context position) pairs for the centres ``pos`` (B,).
 
-    Each centre draws b ~ U{1..window} and pairs with every position within b on
-    either side that lies in its own sentence [first, last].
+    Each centre draws b ~ U{1..window} (``dynamic``; else b = window) and pairs
+    with every position within b on either side that lies in its own sentence
+    [first, last].
     """
     (B,) = pos.shape
     dev = pos.device
-    b = torch.randint(1, window + 1, (B,), generator=generator, device=dev)
+    if dynamic:
+        b = torch.randint(1, window + 1, (B,), generator=generator, device=dev)
+    else:
+        b = torch.full((B,), window, device=dev)
     off = torch.cat(
         [torch.arange(-window, 0, device=dev), torch.arange(1, window + 1, device=dev)]
     )  # (2m,)
@@ -430,7 +437,7 @@ class Sampling:
     @classmethod
     def of(cls, corpus: Corpus, cfg: SGNSConfig, device: torch.device) -> Sampling:
         keep = torch.from_numpy(keep_probabilities(corpus.vocab.counts, cfg.sample))
-        prob, alias = alias_table(noise_distribution(corpus.vocab.counts))
+        prob, alias = alias_table(noise_distribution(corpus.vocab.counts, cfg.cds))
         return cls(
             ids=torch.from_numpy(corpus.ids).to(device),
             sent=torch.from_numpy(corpus.sentence).to(device),
@@ -469,7 +476,14 @@ def _epoch(
     )
     for start in bar:
         pos = order[start : start + B]
-        cpos, opos = window_pairs(pos, first, last, window=cfg.window, generator=gen)
+        cpos, opos = window_pairs(
+            pos,
+            first,
+            last,
+            window=cfg.window,
+            generator=gen,
+            dynamic=cfg.dynamic_window,
+        )
         P = len(cpos)
         if P == 0:
             continue

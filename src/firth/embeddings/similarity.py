@@ -31,20 +31,21 @@ def read_pairs(path: str | Path) -> list[Pair]:
     return out
 
 
-def evaluate_pairs(
+def _lookup(emb: Embedding) -> dict[str, int]:
+    lookup: dict[str, int] = {}
+    for i, w in enumerate(emb.words):
+        lookup.setdefault(w.upper(), i)
+    return lookup
+
+
+def cosines(
     emb: Embedding,
     pairs: list[Pair],
     *,
     fallback: Callable[[str], np.ndarray | None] | None = None,
-) -> dict:
-    """Spearman and Pearson over covered pairs, and coverage.
-
-    ``fallback`` gives a vector for a word outside the vocabulary (subword models);
-    pairs scored through it are counted in ``covered_with_fallback``.
-    """
-    lookup: dict[str, int] = {}
-    for i, w in enumerate(emb.words):
-        lookup.setdefault(w.upper(), i)
+) -> list[float | None]:
+    """The cosine of every pair, None where a word has no vector."""
+    lookup = _lookup(emb)
     unit = emb.unit
 
     def vec(w: str) -> np.ndarray | None:
@@ -57,14 +58,33 @@ def evaluate_pairs(
                 return v / np.linalg.norm(v)
         return None
 
-    gold, model, in_vocab = [], [], 0
-    for a, b, score in pairs:
+    out: list[float | None] = []
+    for a, b, _ in pairs:
         va, vb = vec(a), vec(b)
-        if va is None or vb is None:
+        out.append(None if va is None or vb is None else float(va @ vb))
+    return out
+
+
+def evaluate_pairs(
+    emb: Embedding,
+    pairs: list[Pair],
+    *,
+    fallback: Callable[[str], np.ndarray | None] | None = None,
+) -> dict:
+    """Spearman and Pearson over covered pairs, and coverage.
+
+    ``fallback`` gives a vector for a word outside the vocabulary (subword models);
+    pairs scored through it are counted in ``covered_with_fallback``.
+    """
+    lookup = _lookup(emb)
+    cos = cosines(emb, pairs, fallback=fallback)
+    gold, model, in_vocab = [], [], 0
+    for (a, b, score), c in zip(pairs, cos, strict=True):
+        if c is None:
             continue
         in_vocab += a.upper() in lookup and b.upper() in lookup
         gold.append(score)
-        model.append(float(va @ vb))
+        model.append(c)
     result = {
         "pairs": len(pairs),
         "covered": len(gold),

@@ -17,17 +17,19 @@ from firth.checkpoint import Checkpoint, run_key
 from firth.config import Embeddings, EvaluateEmbeddings, check_seed
 from firth.embeddings.analogy import METHODS, evaluate_analogies, read_analogies
 from firth.embeddings.corpus import load_corpus
-from firth.embeddings.methods import READS, train_method
+from firth.embeddings.methods import READS, train_method, train_tuned
 from firth.embeddings.results import (
     EmbeddingDetail,
     EmbeddingEval,
+    EmbeddingItems,
     EmbeddingTrain,
     Scores,
 )
-from firth.embeddings.similarity import evaluate_pairs, read_pairs
+from firth.embeddings.similarity import cosines, evaluate_pairs, read_pairs
 from firth.embeddings.subword import SubwordSpace, compose
 from firth.embeddings.vectors import Embedding, load_word2vec, save_word2vec
-from firth.errors import DataError
+from firth.embeddings.tuning import DEV, TEST, TUNED, half, halves
+from firth.errors import ConfigError, DataError
 from firth.io import read_json, sha256_file
 from firth.results import StageOutput, parse, peak_rss_mb
 
@@ -43,25 +45,49 @@ def settings_of(cfg: Embeddings, method: str) -> dict:
     return {k: dumped[k] for k in ("common", *READS[method])}
 
 
-def checkpoint(root: Path, cfg: Embeddings, method: str, seed: int, corpus: str):
-    """Where an iterative trainer checkpoints, keyed by its settings and data."""
+def checkpoint(
+    root: Path,
+    cfg: Embeddings,
+    method: str,
+    seed: int,
+    corpus: str,
+    setting: dict | None = None,
+):
+    """Where an iterative trainer checkpoints, keyed by its settings and data (one
+    file per trained setting of a tuned method)."""
+    name = f"{method}-seed{seed}"
+    if setting is not None:
+        name += f"-k{setting['negatives']}-cds{setting['cds']:g}"
     return Checkpoint(
-        root / "data" / "checkpoints" / "embeddings" / f"{method}-seed{seed}.pt",
+        root / "data" / "checkpoints" / "embeddings" / f"{name}.pt",
         run_key(
             method=method,
             params=settings_of(cfg, method),
             seed=seed,
             corpus=corpus,
             device=cfg.common.device,
+            setting=setting,
         ),
     )
 
 
+def dev_halves(root: Path) -> dict[str, list]:
+    """The dev half of every fetched similarity set (firth.embeddings.tuning)."""
+    base = root / "data" / "raw" / "eval"
+    out = {}
+    for src in sorted(base.glob("*/SOURCE.json")):
+        if read_json(src).get("format") == "similarity":
+            out[src.parent.name] = halves(read_pairs(src.parent / "pairs.tsv"))[DEV]
+    return out
+
+
 def train(
     root: Path, cfg: Embeddings, method: str, seed: int, where: Path
-) -> tuple[StageOutput, Checkpoint]:
-    """``method`` trained with ``seed`` on data/subsampled/text/train.txt: its
-    vectors folder, statistics and loss curve; clear the checkpoint once written."""
+) -> tuple[StageOutput, list[Checkpoint]]:
+    """``method`` trained with ``seed`` on data/subsampled/text/train.txt (SGNS and
+    PPMI-SVD: every setting of ``embeddings.tune``, the best on the dev halves of
+    the similarity sets kept): its vectors folder, statistics and loss curve;
+    clear the checkpoints once written."""
     check_seed(where, f"embeddings.seeds.{method}", seed, cfg.seeds[method])
     if cfg.common.threads:
         torch.set_num_threads(cfg.common.threads)
@@ -72,9 +98,24 @@ def train(
         max_sentence_len=cfg.common.max_sentence_len,
     )
     data_hash = sha256_file(src)
-    ckpt = checkpoint(root, cfg, method, seed, data_hash)
     log.info("training %s on %s", method, src)
-    out = train_method(method, corpus, sentences, cfg, seed=seed, checkpoint=ckpt)
+    ckpts: list[Checkpoint] = []
+    if method in TUNED:
+
+        def made(setting):
+            ckpts.append(checkpoint(root, cfg, method, seed, data_hash, setting))
+            return ckpts[-1]
+
+        dev = dev_halves(root)
+        try:
+            out = train_tuned(method, corpus, cfg, seed=seed, dev=dev, checkpoints=made)
+        except ValueError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+    else:
+        ckpts.append(checkpoint(root, cfg, method, seed, data_hash))
+        out = train_method(
+            method, corpus, sentences, cfg, seed=seed, checkpoint=ckpts[0]
+        )
     settings = {
         "method": method,
         "seed": seed,
@@ -120,32 +161,56 @@ def train(
         {"epoch": i, "loss": loss} for i, loss in enumerate(out.loss_curve, start=1)
     ]
     record = parse(stats, EmbeddingTrain, "train-embeddings stats")
-    return StageOutput(write, record, curve), ckpt
+    return StageOutput(write, record, curve), ckpts
 
 
 def evaluate_method(
     root: Path, method: str, seeds: list[int], cfg: EvaluateEmbeddings
-) -> tuple[EmbeddingEval, EmbeddingDetail, list[list]]:
-    """Every seed of ``method`` scored: the eval record, and the first seed's
-    detail and analogy-section rows."""
+) -> tuple[EmbeddingEval, EmbeddingDetail, list[list], EmbeddingItems]:
+    """Every seed of ``method`` scored: the eval record, the first seed's detail
+    and analogy-section rows, and every seed's per-item statistics."""
     runs: dict[int, Scores] = {}
     first = None
+    items: dict = {"method": method, "similarity": {}, "analogy": {}}
     for seed in seeds:
         folder = root / "data" / "embeddings" / method / f"seed-{seed}"
         if not (folder / "vectors.txt").exists():
             raise DataError(
                 f"{folder}: no vectors (run train-embeddings-{method}@{seed})"
             )
-        metrics, detail, section_rows = evaluate(root, method, folder, cfg)
+        metrics, detail, section_rows, per_item = evaluate(root, method, folder, cfg)
         runs[seed] = metrics
         first = first or ({**detail, "seed": seeds[0]}, section_rows)
+        _merge_items(items, per_item, str(seed), method)
     detail, section_rows = first
-    where = f"evaluate-embeddings@{method} detail"
+    where = f"evaluate-embeddings@{method}"
     return (
         EmbeddingEval.of(method, runs),
-        parse(detail, EmbeddingDetail, where),
+        parse(detail, EmbeddingDetail, f"{where} detail"),
         section_rows,
+        parse(items, EmbeddingItems, f"{where} items"),
     )
+
+
+def _merge_items(items: dict, per_item: dict, seed: str, method: str) -> None:
+    """One seed's per-item statistics into the method's (the pairs, halves,
+    candidates and covered questions are the same for every seed)."""
+    for name, sim in per_item["similarity"].items():
+        entry = items["similarity"].setdefault(
+            name, {"gold": sim["gold"], "test": sim["test"], "cosine": {}}
+        )
+        entry["cosine"][seed] = sim["cosine"]
+    for name, ana in per_item["analogy"].items():
+        entry = items["analogy"].setdefault(
+            name,
+            {"candidates": ana["candidates"], "covered": ana["covered"], "hits": {}},
+        )
+        if entry["covered"] != ana["covered"]:
+            raise DataError(
+                f"{method}: seed {seed} covers other {name} questions than the "
+                "first seed (its vocabulary differs)"
+            )
+        entry["hits"][seed] = ana["hits"]
 
 
 def eval_sets(root: Path) -> list[tuple[str, str, Path]]:
@@ -207,14 +272,30 @@ def evaluate(root: Path, method: str, folder: Path, cfg) -> tuple[Scores, dict, 
         vec, known = compose(sub[0], sub[1], [word])
         return vec[0].numpy() if bool(known[0]) else None
 
-    metrics: dict = {"vocab": len(emb.words), "analogy": {}, "similarity": {}}
+    metrics: dict = {
+        "vocab": len(emb.words),
+        "analogy": {},
+        "similarity": {},
+        "similarity_dev": {},
+    }
     detail: dict = {"method": method, "analogy": {}, "similarity": {}}
+    items: dict = {"similarity": {}, "analogy": {}}
     section_rows = []
     for name, fmt, path in eval_sets(root):
         if fmt == "analogy":
             sections = read_analogies(path / "questions-words.txt")
-            for label, restrict in (("top", cfg.restrict or None), ("full", None)):
-                res = evaluate_analogies(emb, sections, restrict=restrict)
+            # 'top': the ``restrict`` most frequent words, where that cuts the
+            # vocabulary; else every word, and 'full' is the same evaluation
+            cut = cfg.restrict if 0 < cfg.restrict < len(emb.words) else None
+            hits: dict = {}
+            res = evaluate_analogies(emb, sections, restrict=cut, hits=hits)
+            items["analogy"][name] = {
+                "candidates": res["candidates"],
+                "covered": hits.pop("covered"),
+                "hits": hits,
+            }
+            full = evaluate_analogies(emb, sections, restrict=None) if cut else res
+            for label, res in (("top", res), ("full", full)):
                 detail["analogy"][f"{name}/{label}"] = res
                 metrics["analogy"].setdefault(name, {})[label] = {
                     k: _round(res[k]) for k in ("coverage", *METHODS)
@@ -237,19 +318,33 @@ def evaluate(root: Path, method: str, folder: Path, cfg) -> tuple[Scores, dict, 
                 )
         else:
             pairs = read_pairs(path / "pairs.tsv")
-            res = evaluate_pairs(emb, pairs)
+            split = halves(pairs)
+            # the test half is the benchmark; the dev half chose the settings of
+            # the tuned methods (firth.embeddings.tuning)
+            res = evaluate_pairs(emb, split[TEST])
             detail["similarity"][name] = res
             metrics["similarity"][name] = {
                 k: _round(res[k]) for k in ("spearman", "coverage")
             }
+            dev = evaluate_pairs(emb, split[DEV])
+            metrics["similarity_dev"][name] = {
+                k: _round(dev[k]) for k in ("spearman", "coverage")
+            }
+            items["similarity"][name] = {
+                "gold": [p[2] for p in pairs],
+                "test": [int(half(a, b) == TEST) for a, b, _ in pairs],
+                "cosine": [
+                    None if c is None else round(c, 6) for c in cosines(emb, pairs)
+                ],
+            }
             if sub is not None:
-                res_all = evaluate_pairs(emb, pairs, fallback=fallback)
+                res_all = evaluate_pairs(emb, split[TEST], fallback=fallback)
                 detail["similarity"][f"{name}/with_oov"] = res_all
                 metrics.setdefault("similarity_with_oov", {})[name] = {
                     k: _round(res_all[k]) for k in ("spearman", "coverage")
                 }
             log.info(
-                "%s %s: Spearman %.4f over %d/%d pairs",
+                "%s %s (test half): Spearman %.4f over %d/%d pairs",
                 method,
                 name,
                 res["spearman"],
@@ -266,7 +361,7 @@ def evaluate(root: Path, method: str, folder: Path, cfg) -> tuple[Scores, dict, 
         detail["oov_neighbours"] = neighbours(
             emb, cfg.oov_probes, oov, k=cfg.neighbours
         )
-    return Scores[float | None].model_validate(metrics), detail, section_rows
+    return Scores[float | None].model_validate(metrics), detail, section_rows, items
 
 
 def _round(x: float) -> float | None:

@@ -87,6 +87,7 @@ class LmEval(Record):
     seed: int
     unit: str
     vocab: int
+    test_sha256: str | None = None  # of the test text scored
     valid: SplitScores
     test: SplitScores
     gradient_flow: GradientFlow | None = None
@@ -98,6 +99,21 @@ def compare_rules() -> list[tuple[str, dict]]:
         (f"reports/lm/*/eval.json:test.{key}", how)
         for key, how in tracking(SplitScores).items()
     ]
+
+
+class LmItems(Record):
+    """items.json.gz: what the verdicts resample (firth.inference), per test line
+    (a document) in order: the model's NLL in bits (4 decimals), its tokens, the
+    line's characters (line break included: firth.lm.metrics), the add-one
+    unigram baseline's NLL in bits, and the contamination audit's dirty flag."""
+
+    run: str
+    test_sha256: str
+    bits: list[float]
+    tokens: list[int]
+    chars: list[int]
+    unigram_bits: list[float]
+    dirty: list[int]
 
 
 class Sample(Record):

@@ -27,7 +27,7 @@ from firth.lm.gradient_flow import model_gradient_norms
 from firth.lm.lines import by_line, kn_by_line, score_targets
 from firth.lm.metrics import bits_per_char, characters, perplexity
 from firth.lm.models import build_model
-from firth.lm.results import LmDetail, LmEval, LmTrain
+from firth.lm.results import LmDetail, LmEval, LmItems, LmTrain
 from firth.lm.train import sample, score, train
 from firth.results import StageOutput, parse, peak_rss_mb
 from firth.training import check_kept
@@ -173,13 +173,17 @@ class LmTraining:
         return self._done(write, result.history)
 
 
+def unigram_nll(vocab: Vocabulary, stream: torch.Tensor) -> np.ndarray:
+    """The add-one unigram model's NLL in nats of every target of ``stream``."""
+    counts = np.asarray(vocab.counts, dtype=np.float64) + 1.0
+    return -np.log(counts[stream[1:].numpy()] / counts.sum())
+
+
 def baselines(vocab: Vocabulary, stream: torch.Tensor, chars: int) -> dict:
     """Uniform over the vocabulary (perplexity exactly V) and the add-one unigram
     model of the training counts, on the targets of ``stream``."""
-    targets = stream[1:].numpy()
-    n = len(targets)
-    counts = np.asarray(vocab.counts, dtype=np.float64) + 1.0
-    uni_nll = float(-np.log(counts[targets] / counts.sum()).sum())
+    n = len(stream) - 1
+    uni_nll = float(unigram_nll(vocab, stream).sum())
     uni_nll_uniform = n * math.log(vocab.size)
     return {
         "uniform": {
@@ -230,9 +234,10 @@ class Scorer:
         )
         return by_line(targets, stream, vocab.eos)
 
-    def split(self, lines: list[str], flags: Path | None) -> dict:
-        """The scores of ``lines``; with the audit's ``flags``, the perplexity on
-        its dirty and clean lines too."""
+    def split(self, lines: list[str], flags: Path | None) -> tuple[dict, dict]:
+        """The scores of ``lines`` and their per-line statistics (bits, tokens,
+        characters, the unigram baseline's bits, the audit's dirty flag); with
+        the audit's ``flags``, the perplexity on its dirty and clean lines too."""
         vocab = self.vocab
         chars = characters(lines)
         stream = encode_stream(vocab, lines)
@@ -240,6 +245,16 @@ class Scorer:
         line_nll, line_tokens = self.by_line(lines, stream)
         nll, tokens = float(line_nll.sum()), int(line_tokens.sum())
         seconds = time.perf_counter() - t0
+        uni_nll, _ = by_line(
+            torch.from_numpy(unigram_nll(vocab, stream)), stream, vocab.eos
+        )
+        per_line = {
+            "bits": [round(float(x) / math.log(2), 4) for x in line_nll],
+            "tokens": [int(x) for x in line_tokens],
+            "chars": [len(x) + 1 for x in lines],
+            "unigram_bits": [round(float(x) / math.log(2), 4) for x in uni_nll],
+            "dirty": [0] * len(lines),
+        }
         words = sum(len(x.split()) for x in lines)
         out = {
             "tokens": tokens,
@@ -253,13 +268,14 @@ class Scorer:
         }
         if flags is not None:
             dirty = read_flags(flags, [str(i) for i in range(len(lines))])
+            per_line["dirty"] = [int(d) for d in dirty]
             out["contamination"] = split_scores(
                 lambda idx, n=line_nll, k=line_tokens: perplexity(
                     float(n[idx].sum()), int(k[idx].sum())
                 ),
                 dirty,
             )
-        return out
+        return out, per_line
 
     def samples(self, ev: EvaluateLm) -> list[dict]:
         """``ev.samples`` ancestral samples after each prompt (seeded by the run)."""
@@ -306,23 +322,31 @@ class Scorer:
         ]
 
 
-def evaluate(root: Path, cfg: Lm, ev: EvaluateLm, name: str) -> tuple[LmEval, LmDetail]:
+def evaluate(
+    root: Path, cfg: Lm, ev: EvaluateLm, name: str
+) -> tuple[LmEval, LmDetail, LmItems]:
     """The run ``name`` scored on data/subsampled/text/{test,valid}.txt: its eval
-    record and its detail (samples, gradient flow)."""
+    record, its detail (samples, gradient flow) and its per-line test
+    statistics."""
     scorer = Scorer(root, cfg, name)
     run, vocab = scorer.run, scorer.vocab
     text = root / "data" / "subsampled" / "text"
+    test_hash = sha256_file(text / "test.txt")
     result: dict = {
         "run": name,
         "family": run.family,
         "seed": run.seed,
         "unit": vocab.unit,
         "vocab": vocab.size,
+        "test_sha256": test_hash,
     }
     flags = root / "data" / "audit" / "text" / "flags.tsv"
     lines = {split: read_lines(text / f"{split}.txt") for split in ("test", "valid")}
+    per_line = {}
     for split in ("test", "valid"):
-        result[split] = scorer.split(lines[split], flags if split == "test" else None)
+        result[split], per_line[split] = scorer.split(
+            lines[split], flags if split == "test" else None
+        )
         log.info(
             "%s %s: perplexity %.2f, %.4f bits/char",
             name,
@@ -344,6 +368,7 @@ def evaluate(root: Path, cfg: Lm, ev: EvaluateLm, name: str) -> tuple[LmEval, Lm
     return (
         parse(result, LmEval, f"evaluate-lm@{name} scores"),
         parse(detail, LmDetail, f"evaluate-lm@{name} detail"),
+        LmItems(run=name, test_sha256=test_hash, **per_line["test"]),
     )
 
 

@@ -95,6 +95,18 @@ class NliEval(Record):
     examples_sha256: str
 
 
+class NliItems(Record):
+    """items.json.gz: per test example in order, the audit's dirty flag, each
+    seed's answer (1 right) and the majority baseline's: what the verdicts
+    resample (firth.inference)."""
+
+    run: str
+    examples_sha256: str
+    dirty: list[int]
+    correct: dict[str, list[int]]
+    majority: list[int]
+
+
 def compare_rules() -> list[tuple[str, dict]]:
     """(pattern, tracking) for firth compare: the seed-mean test accuracy."""
     return [

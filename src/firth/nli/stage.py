@@ -21,7 +21,7 @@ from firth.io import read_json, sha256_file
 from firth.nli.config import EvaluateNli, Nli
 from firth.nli.data import Vocab, encode, load_splits, tokenize
 from firth.nli.models import build
-from firth.nli.results import NliEval, NliTrain
+from firth.nli.results import NliEval, NliItems, NliTrain
 from firth.nli.train import accuracy, majority, predict, scores, train
 from firth.results import StageOutput, parse, peak_rss_mb
 from firth.sources.nli import LABELS
@@ -141,9 +141,10 @@ def train_seed(
     return StageOutput(write, record, result.history), ckpt
 
 
-def evaluate(root: Path, run: NliRun, ev: EvaluateNli) -> NliEval:
+def evaluate(root: Path, run: NliRun, ev: EvaluateNli) -> tuple[NliEval, NliItems]:
     """Every seed of the run on the test split, with the majority baseline, the
-    contamination split and the first seed's misclassified examples."""
+    contamination split and the first seed's misclassified examples; and each
+    seed's right or wrong answer per test example (for the verdicts)."""
     cfg = run.cfg
     splits, _ = load_splits(run.raw, cfg, run.seed0)
     test = splits["test"]
@@ -159,7 +160,7 @@ def evaluate(root: Path, run: NliRun, ev: EvaluateNli) -> NliEval:
             dirty,
         )
 
-    models, examples = [], []
+    models, examples, correct = [], [], {}
     for seed in cfg.seeds:
         folder = root / "data" / "nli" / run.name / f"seed-{seed}"
         if not (folder / "model.pt").exists():
@@ -173,6 +174,7 @@ def evaluate(root: Path, run: NliRun, ev: EvaluateNli) -> NliEval:
         enc = encode(test, vocab, lowercase=cfg.lowercase, max_len=cfg.max_len)
         pred = predict(model, enc, batch_size=ev.batch, device=run.device)
         s = scores(gold, pred)
+        correct[str(seed)] = [int(p == g) for p, g in zip(pred, gold, strict=True)]
         models.append({"seed": seed, **s, "contamination": split(pred)})
         log.info("%s seed %d: accuracy %.4f", run.name, seed, s["accuracy"])
         if not examples:
@@ -209,4 +211,14 @@ def evaluate(root: Path, run: NliRun, ev: EvaluateNli) -> NliEval:
         "examples": examples,
         "examples_sha256": read_json(first / "config.json")["examples_sha256"],
     }
-    return parse(record, NliEval, f"evaluate-nli@{run.name} scores")
+    items = {
+        "run": run.name,
+        "examples_sha256": record["examples_sha256"],
+        "dirty": [int(d) for d in dirty],
+        "correct": correct,
+        "majority": [int(g == major) for g in gold],
+    }
+    return (
+        parse(record, NliEval, f"evaluate-nli@{run.name} scores"),
+        parse(items, NliItems, f"evaluate-nli@{run.name} items"),
+    )

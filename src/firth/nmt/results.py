@@ -71,6 +71,8 @@ class NmtEval(Record):
     run: str
     model: str
     test_pairs: int
+    test_sha256: str | None = None  # of the test split scored
+    seed: int | None = None  # trained runs
     greedy: Translation
     beam: Translation
     contamination: dict[Decoder, dict[Literal["bleu", "chrf"], Contamination]]
@@ -102,6 +104,22 @@ def compare_rules() -> list[tuple[str, dict]]:
         for decoder in ("greedy", "beam")
         for key, how in tracking(Translation).items()
     ]
+
+
+class NmtItems(Record):
+    """items.json.gz: what the verdicts resample (firth.inference), per test
+    verse in test order: sacreBLEU's sentence statistics of the beam output for
+    BLEU (output and reference lengths, then the matches and totals of 1- to
+    4-grams) and for chrF (output, reference and matching counts of each
+    character n-gram order), the source's length in words, and the
+    contamination audit's dirty flag (1)."""
+
+    run: str
+    test_sha256: str
+    dirty: list[int]
+    src_words: list[int]  # whitespace words of the source verse (length buckets)
+    bleu: list[list[int]]
+    chrf: list[list[int]]
 
 
 class Bucket(Record):

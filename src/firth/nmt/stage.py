@@ -41,7 +41,7 @@ from firth.nmt.evaluate import (
     source_word_share,
 )
 from firth.nmt.models import build_model
-from firth.nmt.results import NmtDetail, NmtEval, NmtTrain
+from firth.nmt.results import NmtDetail, NmtEval, NmtItems, NmtTrain
 from firth.nmt.train import nll, pointer_statistics, train
 from firth.results import StageOutput, parse, peak_rss_mb
 from firth.training import check_kept
@@ -330,17 +330,20 @@ def score(name: str, hyps: list[str], test: Pairs, dirty, ev: EvaluateNmt):
             stats, test.ids, test.source, hyps, refs, ev.examples
         ),
     }
-    return row, contamination, detail
+    return row, contamination, detail, stats
 
 
 def evaluate(
     root: Path, cfg: Nmt, ev: EvaluateNmt, name: str
-) -> tuple[NmtEval, NmtDetail, dict[str, list[str]]]:
+) -> tuple[NmtEval, NmtDetail, NmtItems, dict[str, list[str]]]:
     """The run ``name`` (or the copy-source baseline) on the test split: its eval
-    record, its detail, and its translations as columns: id, greedy, beam."""
+    record, its detail, its per-verse statistics, and its translations as
+    columns: id, greedy, beam."""
     run = select(cfg, name, baseline=True)
-    test = read_pairs(root / "data" / "subsampled" / "parallel" / "test.tsv")
-    result: dict = {"run": name, "test_pairs": len(test)}
+    test_path = root / "data" / "subsampled" / "parallel" / "test.tsv"
+    test = read_pairs(test_path)
+    test_hash = sha256_file(test_path)
+    result: dict = {"run": name, "test_pairs": len(test), "test_sha256": test_hash}
     detail: dict = {"run": name}
     if run is None:
         outputs = {"greedy": list(test.source), "beam": list(test.source)}
@@ -350,6 +353,7 @@ def evaluate(
         loss = translator.test_loss()
         result.update(
             model=run.model,
+            seed=run.seed,
             **run.model_dump(include=SWITCHES, exclude_defaults=True),
             test_loss=loss,
             test_perplexity=float(torch.tensor(loss).exp()),
@@ -364,8 +368,11 @@ def evaluate(
     result["contamination"] = {}
     for key in ("signatures", "buckets", "examples"):
         detail[key] = {}
+    scored = {}
     for decoding, hyps in outputs.items():
-        row, contamination, more = score(f"{name} {decoding}", hyps, test, dirty, ev)
+        row, contamination, more, scored[decoding] = score(
+            f"{name} {decoding}", hyps, test, dirty, ev
+        )
         result[decoding] = row
         result["contamination"][decoding] = contamination
         detail["signatures"] = more["signatures"]
@@ -378,4 +385,13 @@ def evaluate(
     )
     record = parse(result, NmtEval, f"evaluate-nmt@{name} scores")
     typed = parse(detail, NmtDetail, f"evaluate-nmt@{name} detail")
-    return record, typed, {"id": list(test.ids), **outputs}
+    beam = scored["beam"].stats
+    items = NmtItems(
+        run=name,
+        test_sha256=test_hash,
+        dirty=[int(d) for d in dirty],
+        src_words=[len(x.split()) for x in test.source],
+        bleu=[[int(x) for x in row] for row in beam["bleu"]],
+        chrf=[[int(x) for x in row] for row in beam["chrf"]],
+    )
+    return record, typed, items, {"id": list(test.ids), **outputs}

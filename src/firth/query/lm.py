@@ -59,6 +59,6 @@ def score(root: Path, params: Path, name: str, lines: list[str]) -> dict:
     text = [x for x in prepared(params, lines) if x]
     if not text:
         raise DataError("no text to score (every line is empty)")
-    out = _scorer(root, params, name).split(text, None)
+    out, _ = _scorer(root, params, name).split(text, None)
     keep = ("perplexity", "bits_per_char", "tokens", "characters", "oov_rate")
     return {k: out[k] for k in keep} | {"tokens_per_second": out["tokens_per_second"]}

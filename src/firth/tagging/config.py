@@ -34,7 +34,7 @@ class Tagger(ParamSection):
     common: TaggerCommon
     vectors: str = Field(min_length=1)
     data: list[str] = Field(min_length=1)
-    heads: list[Literal["softmax", "crf"]] = Field(min_length=1)
+    heads: list[Literal["softmax", "crf", "crf-constrained"]] = Field(min_length=1)
     seeds: list[int] = Field(min_length=1)
 
     @model_validator(mode="after")

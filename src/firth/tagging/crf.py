@@ -17,8 +17,12 @@ past a sentence's end leave its state unchanged.
 
 Hard constraints (BIO: ``I-X`` may follow only ``B-X`` or ``I-X``, and may not start a
 sentence) are a boolean mask over transitions (and starts/ends): a forbidden move
-adds ``FORBIDDEN`` (-10^4) to the score, in training and decoding alike, so its
-probability is exp(-10^4) = 0 in floating point and Viterbi never takes it.
+adds ``FORBIDDEN`` (-10^4) to the score, so its probability is exp(-10^4) = 0 in
+floating point and Viterbi never takes it. Given at construction (``allowed``), the
+mask holds in training and decoding alike (the constrained CRF, which cannot break
+BIO by design); given to ``viterbi`` alone (``constraints``), it only constrains the
+decoding of a CRF whose transitions were learned freely (Lample et al. 2016 learn
+them all; a free CRF can still predict an invalid sequence).
 """
 
 from __future__ import annotations
@@ -172,15 +176,25 @@ class CRF(nn.Module):
     # -- decoding ---------------------------------------------------------------
     @torch.no_grad()
     def viterbi(
-        self, emissions: torch.Tensor, mask: torch.Tensor
+        self,
+        emissions: torch.Tensor,
+        mask: torch.Tensor,
+        *,
+        constraints: tuple[torch.Tensor, torch.Tensor] | None = None,
     ) -> tuple[list[list[int]], torch.Tensor]:
         """The best tag sequence of every sentence (lists cut to its length) and its
-        score, (B,), batched, with back-pointers."""
+        score, (B,), batched, with back-pointers. ``constraints`` (allowed (K, K)
+        transitions, allowed (K,) first tags) forbid more moves at decoding only."""
         self._check(emissions, mask)
         mask = mask.bool()
         b, n, k = emissions.shape
-        trans = self.trans().unsqueeze(0)
-        score = self.first() + emissions[:, 0]
+        trans, first = self.trans(), self.first()
+        if constraints is not None:
+            allowed, allowed_first = (c.to(trans.device) for c in constraints)
+            trans = trans.masked_fill(~allowed, FORBIDDEN)
+            first = first.masked_fill(~allowed_first, FORBIDDEN)
+        trans = trans.unsqueeze(0)  # (1, K_from, K_to)
+        score = first + emissions[:, 0]
         keep = torch.arange(k, device=emissions.device).expand(b, k)
         pointers = []
         for t in range(1, n):

@@ -4,9 +4,13 @@ Each token is its word embedding concatenated with character features: a char-CN
 (Ma and Hovy: convolution of width w over the character embeddings, max-pooled over
 the word) or a char-BiLSTM (Lample et al.: the final forward and backward states).
 Dropout, a BiLSTM over the sentence, dropout, and a linear layer give emission scores
-(B, T, K). The head is either a softmax per token (cross-entropy; argmax decoding)
-or the linear-chain CRF of firth.tagging.crf (sentence NLL; Viterbi decoding, with the
-BIO constraints when the tag set is BIO).
+(B, T, K). The head (``HEADS``) is a softmax per token (cross-entropy; argmax
+decoding) or the linear-chain CRF of firth.tagging.crf (sentence NLL; Viterbi
+decoding): ``crf`` learns every transition score (Lample et al. 2016), so nothing
+but training keeps it from an invalid BIO sequence; ``crf-constrained`` forbids the
+invalid BIO moves in training and decoding (a design constraint: it cannot break
+BIO). Either CRF can also be decoded under the BIO constraints alone
+(``decode(constrained=True)``).
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from torch.nn.utils.rnn import pack_padded_sequence
 
 from firth.tagging.crf import CRF, bio_constraints
 from firth.tagging.data import PAD, Batch
+
+HEADS = ("softmax", "crf", "crf-constrained")
 
 
 class CharCNN(nn.Module):
@@ -88,13 +94,16 @@ class Tagger(nn.Module):
         self.drop = nn.Dropout(dropout)
         self.lstm = nn.LSTM(feat, hidden, batch_first=True, bidirectional=True)
         self.out = nn.Linear(2 * hidden, len(tags))
+        self.bio = bio_constraints(tags)  # (allowed, first): all True unless BIO
         if head == "crf":
-            allowed, first = bio_constraints(tags)
+            self.crf = CRF(len(tags))
+        elif head == "crf-constrained":
+            allowed, first = self.bio
             self.crf = CRF(len(tags), allowed=allowed, allowed_first=first)
         elif head == "softmax":
             self.crf = None
         else:
-            raise ValueError(f"unknown head {head!r}")
+            raise ValueError(f"unknown head {head!r} (heads: {', '.join(HEADS)})")
 
     def load_vectors(self, words: list[str], index: dict[str, int], matrix: np.ndarray):
         """Copy pretrained rows into the word embedding; returns how many rows."""
@@ -143,10 +152,15 @@ class Tagger(nn.Module):
         )
 
     @torch.no_grad()
-    def decode(self, b: Batch) -> list[list[int]]:
+    def decode(self, b: Batch, *, constrained: bool = False) -> list[list[int]]:
+        """Tag ids of every sentence: Viterbi (CRF heads) or the argmax per token;
+        ``constrained`` (CRF heads only): Viterbi under the BIO constraints."""
         em = self.emissions(b)
         if self.crf is not None:
-            return self.crf.viterbi(em, b.mask)[0]
+            extra = self.bio if constrained else None
+            return self.crf.viterbi(em, b.mask, constraints=extra)[0]
+        if constrained:
+            raise ValueError("constrained decoding needs a CRF head")
         best = em.argmax(-1).tolist()
         return [row[:n] for row, n in zip(best, b.mask.sum(1).tolist(), strict=True)]
 

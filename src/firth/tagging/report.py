@@ -10,7 +10,9 @@ from collections import defaultdict
 import matplotlib.pyplot as plt
 
 from firth.audit.report import audit_sentence, contamination_table
+from firth.evidence import Evidence, NoEvidence, chosen_init, tag_metric, tag_side
 from firth.formatting import num
+from firth.inference import compare
 from firth.report import Section, figure_png
 from firth.results import Spread
 from firth.tagging.results import TaggerEval, TaggerTrain
@@ -38,7 +40,10 @@ def tagging_section(
     curves: dict[str, list[dict]],
     bench: dict | None,
     audits: dict[str, dict] | None = None,
+    ev: Evidence | None = None,
 ) -> Section:
+    """``ev``: the per-sentence evidence the comparisons are tested on (without
+    it, they are not made)."""
     audits = audits or {}
     runs = sorted(evals, key=lambda r: (evals[r].data, evals[r].head, r))
     datasets = sorted({evals[r].data for r in runs})
@@ -54,10 +59,15 @@ def tagging_section(
         "accuracy on test tokens whose form never occurs in training (OOV). The "
         "baselines use the training split only: the majority tag everywhere, and "
         "each word's most frequent training tag (word-only, no context; unseen "
-        "words get the majority tag).",
+        "words get the majority tag). Heads: softmax; crf learns every transition "
+        "score (Lample et al. 2016); crf-constrained forbids the moves that break "
+        "BIO in training and decoding. A free CRF is also decoded under the BIO "
+        "constraints ('+ BIO-constrained Viterbi' rows): a constraint imposed at "
+        "decoding, which cannot break BIO by design, not something the model "
+        "learned.",
     )
     sec.tables.append(scores_table(runs, datasets, evals, train))
-    sec.intro += "\n\n" + " ".join(_verdicts(runs, evals))
+    sec.intro += "\n\n" + " ".join(_verdicts(runs, evals, ev))
     if rows := contamination_rows(runs, datasets, evals):
         for data in datasets:
             if data in audits:
@@ -134,22 +144,29 @@ def scores_table(runs, datasets, evals: dict[str, TaggerEval], train):
         for r in in_data:
             e = evals[r]
             for init in e.inits:
-                s = e.summary[init]
                 ms = [m for t in train.get(r, []) for m in t.models if m.init == init]
-                rows.append(
-                    [
-                        data,
-                        r,
-                        e.head,
-                        init,
-                        _ms(s.f1) if bio else "-",
-                        _ms(s.accuracy),
-                        _ms(s.oov_accuracy),
-                        _ms(s.invalid_bio_share) if bio else "-",
-                        num(sum(m.train_seconds for m in ms) / 60, 1) if ms else "-",
-                        ", ".join(str(m.best_epoch) for m in ms) if ms else "-",
-                    ]
-                )
+                for head, s in (
+                    (e.head, e.summary[init]),
+                    (f"{e.head} + BIO-constrained Viterbi", e.constrained.get(init)),
+                ):
+                    if s is None:
+                        continue
+                    rows.append(
+                        [
+                            data,
+                            r,
+                            head,
+                            init,
+                            _ms(s.f1) if bio else "-",
+                            _ms(s.accuracy),
+                            _ms(s.oov_accuracy),
+                            _ms(s.invalid_bio_share) if bio else "-",
+                            num(sum(m.train_seconds for m in ms) / 60, 1)
+                            if ms
+                            else "-",
+                            ", ".join(str(m.best_epoch) for m in ms) if ms else "-",
+                        ]
+                    )
     title = "Test scores (points; mean ± std over seeds, min-max)"
     return title, (SCORE_COLUMNS, rows)
 
@@ -215,7 +232,10 @@ def _every_model(runs, evals, train):
     )
 
 
-def _verdicts(runs, evals) -> list[str]:
+def _verdicts(runs, evals, ev: Evidence | None) -> list[str]:
+    """BIO validity of every run, then the tested comparisons: pretrained against
+    random word embeddings within each run, and each CRF head against the
+    softmax head, each run at its initialisation chosen on validation."""
     out = []
     for r in runs:
         e = evals[r]
@@ -223,34 +243,48 @@ def _verdicts(runs, evals) -> list[str]:
             continue
         shares = [m.invalid_bio_share for m in e.models]
         worst, mean = max(shares), sum(shares) / len(shares)
-        out.append(
-            f"{r}: {100 * worst:.2f}% of predicted test sentences break BIO at worst "
-            f"over its {len(shares)} models (mean {100 * mean:.2f}%)."
+        line = (
+            f"{r}: {100 * mean:.2f}% of predicted test sentences break BIO (mean "
+            f"over its {len(shares)} models; worst {100 * worst:.2f}%)"
         )
+        if e.constrained_models:
+            cs = [m.invalid_bio_share for m in e.constrained_models]
+            line += f", {100 * max(cs):.2f}% under BIO-constrained Viterbi"
+        out.append(line + ".")
+    if ev is None or not ev.tag_items:
+        return out
     for r in runs:
         e = evals[r]
-        inits = e.inits
-        if len(inits) < 2:
+        if len(e.inits) < 2:
             continue
-        key = e.metric
-        base, pre = e.headline(inits[0]), e.headline(inits[1])
-        gain = 100 * (pre.mean - base.mean)
-        noise = 100 * max(base.sd, pre.sd)
+        try:
+            base, pre = (tag_side(ev, r, i) for i in e.inits[:2])
+        except NoEvidence:
+            continue
+        t = compare(pre, base, tag_metric(e), ev.rule)
         out.append(
-            f"{r}: {inits[1]} vectors {'add' if gain >= 0 else 'cost'} "
-            f"{abs(gain):.2f} points of {'entity F1' if key == 'f1' else 'accuracy'} "
-            f"over random initialisation (seed std up to {noise:.2f})."
+            f"{r}, {e.inits[1]} vectors against random initialisation, "
+            f"{tag_metric(e).name}: {t.sentence()}."
         )
-    heads = defaultdict(dict)
-    for r in runs:
-        e = evals[r]
-        heads[(e.data, e.inits[-1])][e.head] = e.headline(e.inits[-1])
-    for (data, init), h in sorted(heads.items()):
-        if {"crf", "softmax"} <= set(h):
-            d = 100 * (h["crf"].mean - h["softmax"].mean)
+    for data in sorted({evals[r].data for r in runs}):
+        heads = {evals[r].head: r for r in runs if evals[r].data == data}
+        if "softmax" not in heads:
+            continue
+        soft = heads["softmax"]
+        for head in ("crf", "crf-constrained"):
+            if head not in heads:
+                continue
+            crf = heads[head]
+            try:
+                ic, is_ = chosen_init(ev, crf), chosen_init(ev, soft)
+                a, b = tag_side(ev, crf, ic), tag_side(ev, soft, is_)
+            except NoEvidence:
+                continue
+            metric = tag_metric(evals[crf])
+            t = compare(a, b, metric, ev.rule)
             out.append(
-                f"{data} ({init} init): the CRF head scores {d:+.2f} points against "
-                "the softmax head."
+                f"{data}: the {head} head ({ic}) against the softmax head ({is_}), "
+                f"{metric.name}, inits chosen on validation: {t.sentence()}."
             )
     return out
 

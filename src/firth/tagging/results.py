@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+Head = Literal["softmax", "crf", "crf-constrained"]
+
 from firth.results import (
     Contamination,
     Hardware,
@@ -36,7 +38,7 @@ class ModelTrain(LoopStats):
 class TaggerTrain(Hardware):
     run: str
     data: str
-    head: Literal["softmax", "crf"]
+    head: Head
     seed: int
     scheme: Literal["BIO", "tags"]
     valid_metric: str
@@ -102,7 +104,7 @@ class Example(Record):
 class TaggerEval(Record):
     run: str
     data: str
-    head: Literal["softmax", "crf"]
+    head: Head
     scheme: Literal["BIO", "tags"]
     metric: Literal["f1", "accuracy"]
     test_sentences: int
@@ -117,6 +119,11 @@ class TaggerEval(Record):
     baselines: dict[Literal["majority", "word-only"], TagScores]
     models: list[ModelScores]
     examples: dict[str, list[Example]]
+    test_sha256: str | None = None  # of the test split scored
+    # a CRF head on BIO tags: the same models decoded under the BIO constraints
+    # (a constraint imposed at decoding, not something the model learned)
+    constrained: dict[str, InitSummary] = {}
+    constrained_models: list[ModelScores] = []
 
     def headline(self, init: str) -> Spread:
         """The spread of the run's headline score (entity F1 or accuracy)."""
@@ -125,6 +132,39 @@ class TaggerEval(Record):
     @property
     def bio(self) -> bool:
         return self.scheme == "BIO"
+
+
+class SentenceStats(Record):
+    """Per test sentence, in order, one set of predictions: tokens tagged right,
+    and (BIO tags) predicted entities, those matching a gold entity exactly
+    (seqeval's entities: firth.tagging.evaluate.sentence_stats) and whether the
+    sentence breaks BIO (1)."""
+
+    correct: list[int]
+    pred: list[int] = []
+    tp: list[int] = []
+    invalid: list[int] = []
+
+
+class ModelItems(SentenceStats):
+    init: str
+    seed: int
+
+
+class TaggerItems(Record):
+    """items.json.gz: what the verdicts resample (firth.inference), per test
+    sentence in order: its tokens, its gold entities (BIO) and the audit's dirty
+    flag; then each model's statistics (``models``; ``constrained``: the same CRF
+    models decoded under the BIO constraints) and the baselines'."""
+
+    run: str
+    test_sha256: str
+    tokens: list[int]
+    gold: list[int] = []
+    dirty: list[int]
+    models: list[ModelItems]
+    constrained: list[ModelItems] = []
+    baselines: dict[str, SentenceStats]
 
 
 def compare_rules() -> list[tuple[str, dict]]:

@@ -24,9 +24,17 @@ from firth.io import read_json, sha256_file
 from firth.results import StageOutput, parse, peak_rss_mb
 from firth.tagging.config import EvaluateTagger, Tagger, TaggerCommon
 from firth.tagging.data import Vocab, encode, norm, read_split
-from firth.tagging.evaluate import baselines, headline, scheme_of, scores, spread
+from firth.tagging.evaluate import (
+    baselines,
+    gold_entities,
+    headline,
+    scheme_of,
+    scores,
+    sentence_stats,
+    spread,
+)
 from firth.tagging.models import build_tagger
-from firth.tagging.results import TaggerEval, TaggerTrain
+from firth.tagging.results import TaggerEval, TaggerItems, TaggerTrain
 from firth.tagging.train import predict, train
 
 log = logging.getLogger(__name__)
@@ -239,6 +247,7 @@ class TestSplit:
         seen = {t for _, g in tr for t in g}
         if unknown := sorted({t for g in self.gold for t in g} - seen):
             log.warning("test tags never seen in training: %s", ", ".join(unknown))
+        self.sha256 = sha256_file(run.data_dir / "test.conll")
         self.dirty = read_flags(
             root / "data" / "audit" / "tagged" / run.data / "flags.tsv",
             [str(i) for i in range(len(te))],
@@ -279,14 +288,33 @@ def trained_folders(root: Path, run: TaggerRun) -> dict[int, Path]:
     return folders
 
 
-def evaluate(root: Path, run: TaggerRun, ev: EvaluateTagger) -> TaggerEval:
+def _summary(models: list[dict], inits: list[str]) -> dict:
+    """Each score's spread over the seeds of every initialisation."""
+    by_init = {i: [m for m in models if m["init"] == i] for i in inits}
+    return {
+        init: {
+            k: spread([r[k] for r in rows])
+            for k in SPREAD_KEYS
+            if k in rows[0] and rows[0][k] is not None
+        }
+        for init, rows in by_init.items()
+    }
+
+
+def evaluate(
+    root: Path, run: TaggerRun, ev: EvaluateTagger
+) -> tuple[TaggerEval, TaggerItems]:
     """Every model of the run on its test split, their seed spread, the baselines,
-    the contamination split and the worst sentences."""
+    the contamination split and the worst sentences; and the per-sentence
+    statistics the report's verdicts resample. A free CRF on BIO tags is also
+    decoded under the BIO constraints (``constrained``)."""
     test = TestSplit(root, run)
     folders = trained_folders(root, run)
     trained = {seed: read_json(f / "config.json") for seed, f in folders.items()}
     inits = trained[run.cfg.seeds[0]]["inits"]
+    also_constrained = run.head == "crf" and test.bio
     models, examples, known = [], {}, {}
+    constrained, items = [], {"models": [], "constrained": []}
     for init in inits:
         for seed, folder in folders.items():
             vocab = Vocab.from_json(read_json(folder / f"vocab-{init}.json"))
@@ -294,16 +322,31 @@ def evaluate(root: Path, run: TaggerRun, ev: EvaluateTagger) -> TaggerEval:
             model.load_state_dict(torch.load(folder / f"{init}.pt", weights_only=True))
             model.to(run.device)
             enc = encode(vocab, test.sents)
-            pred = predict(model, enc, vocab, batch=ev.batch, device=run.device)
-            models.append({"init": init, "seed": seed, **test.scored(pred)})
-            log.info("%s %s seed %d: %.4f", run.name, init, seed, headline(models[-1]))
-            if init not in examples:
-                examples[init] = worst_sentences(test.sents, pred, ev.examples)
-                # the first seed's vocabulary (the pretrained one: training words
-                # plus that seed's vector words)
-                known[init] = test.in_vocab(vocab)
+            ways = [("models", False)] + ([("constrained", True)] * also_constrained)
+            for key, constrain in ways:
+                pred = predict(
+                    model,
+                    enc,
+                    vocab,
+                    batch=ev.batch,
+                    device=run.device,
+                    constrained=constrain,
+                )
+                scored = {"init": init, "seed": seed, **test.scored(pred)}
+                (constrained if constrain else models).append(scored)
+                stats = sentence_stats(test.gold, pred, bio=test.bio)
+                items[key].append({"init": init, "seed": seed, **stats})
+                if constrain:
+                    continue
+                log.info("%s %s seed %d: %.4f", run.name, init, seed, headline(scored))
+                if init not in examples:
+                    examples[init] = worst_sentences(test.sents, pred, ev.examples)
+                    # the first seed's vocabulary (the pretrained one: training
+                    # words plus that seed's vector words)
+                    known[init] = test.in_vocab(vocab)
     by_init = {i: [m for m in models if m["init"] == i] for i in inits}
     tokens = test.tokens
+    base = baselines(test.train_set, test.sents)
     record = {
         "run": run.name,
         "data": run.data,
@@ -320,28 +363,38 @@ def evaluate(root: Path, run: TaggerRun, ev: EvaluateTagger) -> TaggerEval:
         "inits": inits,
         "seeds": run.cfg.seeds,
         "vectors_paths": {str(s): t["vectors_path"] for s, t in trained.items()},
-        "summary": {
-            init: {
-                k: spread([r[k] for r in rows])
-                for k in SPREAD_KEYS
-                if k in rows[0] and rows[0][k] is not None
-            }
-            for init, rows in by_init.items()
-        },
+        "summary": _summary(models, inits),
         # the headline metric on the audit's dirty and clean test sentences
         # (data/audit/tagged/<data>/flags.tsv), mean over seeds
         "contamination": {
             init: seed_mean([m["contamination"] for m in rows])
             for init, rows in by_init.items()
         },
-        "baselines": {
-            name: test.scored(pred)
-            for name, pred in baselines(test.train_set, test.sents).items()
-        },
+        "baselines": {name: test.scored(pred) for name, pred in base.items()},
         "models": models,
         "examples": examples,
+        "test_sha256": test.sha256,
     }
-    return parse(record, TaggerEval, f"evaluate-tagger@{run.name} scores")
+    if constrained:
+        record["constrained"] = _summary(constrained, inits)
+        record["constrained_models"] = constrained
+    where = f"evaluate-tagger@{run.name}"
+    per_sentence = {
+        "run": run.name,
+        "test_sha256": test.sha256,
+        "tokens": [len(t) for t in tokens],
+        "gold": gold_entities(test.gold) if test.bio else [],
+        "dirty": [int(d) for d in test.dirty],
+        **items,
+        "baselines": {
+            name: sentence_stats(test.gold, pred, bio=test.bio)
+            for name, pred in base.items()
+        },
+    }
+    return (
+        parse(record, TaggerEval, f"{where} scores"),
+        parse(per_sentence, TaggerItems, f"{where} items"),
+    )
 
 
 def worst_sentences(sents, pred, k: int) -> list[dict]:

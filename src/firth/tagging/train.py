@@ -26,13 +26,16 @@ log = logging.getLogger(__name__)
 
 
 @torch.no_grad()
-def predict(model, data: Encoded, vocab: Vocab, *, batch: int, device) -> list:
-    """Tag names for every sentence of ``data`` (decoded in length-sorted batches)."""
+def predict(
+    model, data: Encoded, vocab: Vocab, *, batch: int, device, constrained=False
+) -> list:
+    """Tag names for every sentence of ``data`` (decoded in length-sorted batches;
+    ``constrained``: a CRF's Viterbi under the BIO constraints)."""
     was = model.training
     model.eval()
     out: list = [None] * len(data.words)
     for idx in length_batches([len(w) for w in data.words], batch):
-        paths = model.decode(make_batch(data, idx).to(device))
+        paths = model.decode(make_batch(data, idx).to(device), constrained=constrained)
         for i, path in zip(idx, paths, strict=True):
             out[i] = [vocab.tags[k] for k in path]
     model.train(was)

@@ -1,0 +1,181 @@
+"""The scorecard: every known finding and every partial-input baseline tested on a
+profile's committed files alone (reports/: eval.json, items.json.gz and the
+taggers' train.json), written as reports/scorecard.json and as the report's first
+two sections, the findings drawn one panel each.
+
+``load_evidence`` reads only what is committed, so a fresh clone recomputes every
+verdict of both profiles without training anything (``firth scorecard``;
+tests/test_scorecard.py checks the committed scorecards against it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from firth.embeddings.results import EmbeddingEval, EmbeddingItems  # noqa: E402
+from firth.evidence import Evidence  # noqa: E402
+from firth.findings import Finding, findings, tally  # noqa: E402
+from firth.inference import FAILS, HOLDS, Rule, Test, rule_text  # noqa: E402
+from firth.lm.results import LmEval, LmItems  # noqa: E402
+from firth.nli.results import NliEval, NliItems  # noqa: E402
+from firth.nmt.results import NmtEval, NmtItems  # noqa: E402
+from firth.partial_input import (  # noqa: E402
+    PartialRow,
+    partial_input_rows,
+    partial_input_section,
+)
+from firth.report import Section, figure_png  # noqa: E402
+from firth.results import Record, load, load_items  # noqa: E402
+from firth.tagging.results import TaggerEval, TaggerItems, TaggerTrain  # noqa: E402
+
+COLOURS = {HOLDS: "#2e7d32", FAILS: "#c62828"}  # inconclusive and not run: grey
+GREY = "#7a7a7a"
+
+
+class Scorecard(Record):
+    """reports/scorecard.json: the rule, every finding and every partial-input
+    row, each with its tests."""
+
+    rule: dict
+    tally: str
+    findings: list[Finding]
+    partial_input: list[PartialRow]
+
+
+def _runs(folder: Path, schema, items_schema) -> tuple[dict, dict]:
+    evals, items = {}, {}
+    for p in sorted(folder.glob("*/eval.json")):
+        evals[p.parent.name] = load(p, schema)
+        if (q := p.parent / "items.json.gz").exists():
+            items[p.parent.name] = load_items(q, items_schema)
+    return evals, items
+
+
+def load_evidence(root: Path, rule: Rule, margin: float) -> Evidence:
+    """Every task's committed evaluations and item statistics under
+    ``root``/reports, and the taggers' validation scores (train.json)."""
+    rep = root / "reports"
+    ev = Evidence(rule=rule, margin=margin)
+    ev.emb, ev.emb_items = _runs(rep / "embeddings", EmbeddingEval, EmbeddingItems)
+    ev.lm, ev.lm_items = _runs(rep / "lm", LmEval, LmItems)
+    ev.nmt, ev.nmt_items = _runs(rep / "nmt", NmtEval, NmtItems)
+    ev.tagging, ev.tag_items = _runs(rep / "tagging", TaggerEval, TaggerItems)
+    ev.nli, ev.nli_items = _runs(rep / "nli", NliEval, NliItems)
+    for run in ev.tagging:
+        seeds = sorted((rep / "tagging" / run).glob("seed-*/train.json"))
+        ev.tag_train[run] = [load(p, TaggerTrain) for p in seeds]
+    return ev
+
+
+def scorecard(ev: Evidence) -> Scorecard:
+    found = findings(ev)
+    r = ev.rule
+    return Scorecard(
+        rule={
+            "confidence": r.confidence,
+            "resamples": r.resamples,
+            "seed": r.seed,
+            "min_items": r.min_items,
+            "equivalence_margin": ev.margin,
+            "text": rule_text(r),
+        },
+        tally=tally(found),
+        findings=found,
+        partial_input=partial_input_rows(ev),
+    )
+
+
+HEADER = [
+    "finding",
+    "reported by",
+    "compared (test items; seeds resampled)",
+    "scores, difference [interval]",
+    "verdict",
+    "evidence in",
+]
+
+
+def sections(card: Scorecard, *, budget_note: str, nli: bool) -> list[Section]:
+    """The Scorecard section (the rule, the findings' table and figure) and the
+    partial-input section."""
+    rows = []
+    for f in card.findings:
+        what = "; ".join(
+            f"{lab} [{t.design()}]" for lab, t in zip(f.labels, f.tests, strict=True)
+        )
+        rows.append(
+            [
+                f.claim,
+                f.source,
+                what or "-",
+                f.summary,
+                f.verdict,
+                f"→ {f.where}" if f.where else "-",
+            ]
+        )
+    notes = [f"*{f.key}*: {f.note}" for f in card.findings if f.note]
+    intro = (
+        f"{card.tally} {budget_note}\n\n**The rule.** {card.rule['text']}\n\n"
+        + " ".join(notes)
+    )
+    sec = Section("Scorecard", intro, lead_figures=True)
+    sec.tables.append(("Known findings of the field, tested", (HEADER, rows)))
+    if png := figure(card.findings):
+        sec.figures.append(
+            (
+                "Each finding's compared scores with their intervals (the first test "
+                "of a finding with several), coloured by verdict: green holds, red "
+                "does not hold, grey inconclusive",
+                png,
+            )
+        )
+    return [sec, partial_input_section(card.partial_input, nli=nli)]
+
+
+def _panel(ax, f: Finding, t: Test) -> None:
+    colour = COLOURS.get(f.verdict, GREY)
+    names = [t.a.name, t.b.name]
+    if t.kind == "groups":
+        names = [f"dirty ({t.n})", f"clean ({t.n_other})"]
+    ests = [t.a, t.b] if t.kind != "threshold" else [t.a]
+    ys = list(range(len(ests)))[::-1]
+    for y, e in zip(ys, ests, strict=True):
+        ax.errorbar(
+            e.score,
+            y,
+            xerr=[[max(e.score - e.low, 0)], [max(e.high - e.score, 0)]],
+            fmt="o",
+            color=colour,
+            capsize=3,
+            markersize=4,
+        )
+    if t.kind == "threshold":
+        ax.axvline(t.b.score, color="#333", linestyle="--", linewidth=1)
+        names = [t.a.name]
+    ax.set_yticks(ys)
+    ax.set_yticklabels([n[:18] for n in names[: len(ests)]], fontsize=7)
+    ax.set_ylim(-0.8, len(ests) - 0.2)
+    ax.tick_params(axis="x", labelsize=7)
+    ax.set_xlabel(t.metric, fontsize=7)
+    ax.set_title(f"{f.key}: {f.verdict}", fontsize=8, color=colour)
+
+
+def figure(found: list[Finding]) -> bytes | None:
+    """One small panel per tested finding."""
+    shown = [f for f in found if f.tests]
+    if not shown:
+        return None
+    cols = min(4, len(shown))
+    rows = (len(shown) + cols - 1) // cols
+    fig, axes = plt.subplots(
+        rows, cols, figsize=(2.7 * cols, 1.7 * rows), squeeze=False
+    )
+    for ax, f in zip(axes.flat, shown, strict=False):
+        _panel(ax, f, f.tests[0])
+    for ax in list(axes.flat)[len(shown) :]:
+        ax.axis("off")
+    return figure_png(fig)

@@ -1,0 +1,224 @@
+"""Planted evidence for the verdict tests: per-item statistics of known quality for
+every task (firth.evidence.Evidence), built without training anything.
+
+Translation statistics are sacreBLEU's own, extracted from real Psalms (KJV
+sources, ASV references) with outputs whose quality is planted: a system of
+quality q outputs the reference for a share q of the verses and a word-dropped
+copy of the source for the rest (seeded per system and seed)."""
+
+from __future__ import annotations
+
+import functools
+import random
+import zlib
+
+import numpy as np
+from conftest import embedding_eval, lm_eval, nmt_eval, tagger_eval
+from pythonbible import Book, Version, get_verse_id, get_verse_text
+from sacrebleu.metrics import BLEU, CHRF
+
+from firth.embeddings.results import EmbeddingItems
+from firth.evidence import Evidence
+from firth.inference import Rule
+from firth.lm.results import LmItems
+from firth.nmt.results import NmtItems
+from firth.tagging.results import TaggerItems, TaggerTrain
+
+RULE = Rule(resamples=300)
+
+
+def _seed(*parts) -> int:
+    """A seed stable across processes (Python's str hash is not)."""
+    return zlib.crc32("-".join(map(str, parts)).encode())
+
+
+@functools.cache
+def psalms() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    srcs, refs = [], []
+    for chapter, verses in ((18, 50), (119, 120)):
+        for verse in range(1, verses + 1):
+            vid = get_verse_id(Book.PSALMS, chapter, verse)
+            srcs.append(get_verse_text(vid, version=Version.KING_JAMES))
+            refs.append(get_verse_text(vid, version=Version.AMERICAN_STANDARD))
+    return tuple(srcs), tuple(refs)
+
+
+def nmt_items(run: str, quality: float, seed: int, *, kind="model") -> NmtItems:
+    """``kind``: model (quality q), copy (the sources), unrelated (another
+    verse's reference: what a model that ignores the source may output)."""
+    srcs, refs = psalms()
+    rng = random.Random(f"{run}-{seed}")
+    if kind == "copy":
+        hyps = list(srcs)
+    elif kind == "unrelated":
+        hyps = [refs[(i + 7 + seed) % len(refs)] for i in range(len(refs))]
+    else:
+        hyps = [
+            r if rng.random() < quality else " ".join(w for w in s.split()[::2])
+            for s, r in zip(srcs, refs, strict=True)
+        ]
+    bleu = BLEU()._extract_corpus_statistics(hyps, [list(refs)])
+    chrf = CHRF()._extract_corpus_statistics(hyps, [list(refs)])
+    dirty = [int(i % 10 == 0) for i in range(len(hyps))]
+    return NmtItems(
+        run=run,
+        test_sha256="t" * 64,
+        dirty=dirty,
+        src_words=[len(x.split()) for x in srcs],
+        bleu=[[int(x) for x in r] for r in bleu],
+        chrf=[[int(x) for x in r] for r in chrf],
+    )
+
+
+def lm_items(run: str, rate: float, seed: int, *, dirty_gain=0.0) -> LmItems:
+    rng = np.random.default_rng(_seed(run, seed))
+    chars = rng.integers(40, 160, size=400)
+    dirty = (np.arange(400) % 8 == 0).astype(int)
+    bits = chars * (rate - dirty_gain * dirty) + rng.normal(0, 3, size=400)
+    return LmItems(
+        run=run,
+        test_sha256="l" * 64,
+        bits=[round(float(b), 4) for b in bits],
+        tokens=[int(c // 5) for c in chars],
+        chars=[int(c) for c in chars],
+        unigram_bits=[round(float(c * 2.5), 4) for c in chars],
+        dirty=[int(d) for d in dirty],
+    )
+
+
+def tagger_items(run, *, f1, invalid, seeds=(13, 14), n=300, dirty=4):
+    """BIO tagger statistics: per sentence 2 gold entities; a model finds a share
+    ``f1[init]`` of them (and predicts as many) and breaks BIO in a share
+    ``invalid`` of the sentences."""
+    gold = [2] * n
+    models = []
+    for init, q in f1.items():
+        for s in seeds:
+            rng = np.random.default_rng(_seed(run, init, s))
+            tp = rng.binomial(2, q, size=n)
+            models.append(
+                {
+                    "init": init,
+                    "seed": s,
+                    "correct": [int(8 + t) for t in tp],
+                    "tp": [int(t) for t in tp],
+                    "pred": gold,
+                    "invalid": [int(x) for x in rng.random(n) < invalid],
+                }
+            )
+    base = {"correct": [8] * n, "tp": [1] * n, "pred": [2] * n, "invalid": [0] * n}
+    return TaggerItems(
+        run=run,
+        test_sha256="g" * 64,
+        tokens=[10] * n,
+        gold=gold,
+        dirty=[int(i < dirty) for i in range(n)],
+        models=models,
+        baselines={"word-only": base},
+    )
+
+
+def tagger_train(run, head, valid: dict[str, float], seed=13) -> TaggerTrain:
+    loop = {"steps": 1, "planned_steps": 1, "steps_per_epoch": 1} | {
+        "epochs_run": 1.0,
+        "early_stopped": False,
+        "train_seconds": 1.0,
+    }
+    models = [
+        loop
+        | {"init": init, "seed": seed, "epochs": 1, "best_epoch": 1}
+        | {"best_valid_score": v, "sentences_per_second": 1.0}
+        | {"pretrained_rows": 0, "vocab": 10, "parameters": 10}
+        for init, v in valid.items()
+    ]
+    return TaggerTrain.model_validate(
+        {"run": run, "data": "ner", "head": head, "seed": seed, "scheme": "BIO"}
+        | {"valid_metric": "entity F1", "train_sentences": 10, "train_sha256": "x"}
+        | {"tags": 5, "vectors": "sgns", "vectors_path": "v", "vectors_words": 1}
+        | {"peak_rss_mb": 1.0, "models": models, "device": "cpu"}
+        | {"precision": "fp32", "compile": False, "threads": 1}
+    )
+
+
+def embedding_items(method, *, noise, incl_keep, seeds=(13, 14)) -> EmbeddingItems:
+    """400 similarity pairs per set (cosine = score + noise) and 600 analogy
+    questions answered right with p 0.4 (only-b 0.05), of which the no-exclusion
+    variant keeps a share ``incl_keep``."""
+    rng0 = np.random.default_rng(0)
+    gold = rng0.normal(size=400)
+    test = [int(i % 2 == 0) for i in range(400)]
+    sims, hits = {}, {}
+    for s in seeds:
+        rng = np.random.default_rng(_seed(method, s))
+        cos = gold + rng.normal(0, noise, size=400)
+        sims[str(s)] = [round(float(c), 6) for c in cos]
+        add = rng.random(600) < 0.4
+        hits[str(s)] = {
+            "3cosadd": [int(x) for x in add],
+            "3cosadd_incl": [int(x) for x in add & (rng.random(600) < incl_keep)],
+            "3cosmul": [int(x) for x in add],
+            "only_b": [int(x) for x in rng.random(600) < 0.05],
+        }
+    sim = {"gold": [float(g) for g in gold], "test": test, "cosine": sims}
+    return EmbeddingItems(
+        method=method,
+        similarity={"wordsim353": sim, "simlex999": sim},
+        analogy={
+            "analogy-google": {"candidates": 3000, "covered": list(range(600))}
+            | {"hits": hits}
+        },
+    )
+
+
+def evidence(**over) -> Evidence:
+    """Every finding holds and every model beats its baseline here; ``over``
+    replaces a task's evaluations and items (e.g. ``nmt=({}, {})``)."""
+    emb = (
+        {m: embedding_eval(m) for m in ("sgns", "ppmi-svd")},
+        {
+            "sgns": embedding_items("sgns", noise=0.3, incl_keep=0.05),
+            "ppmi-svd": embedding_items("ppmi-svd", noise=0.3, incl_keep=0.5),
+        },
+    )
+    lm = {}
+    for run, fam, rate, seed in (
+        ("kn5", "kn", 1.4, 13),
+        ("lstm", "lstm", 1.2, 13),
+        ("lstm-seed14", "lstm", 1.2, 14),
+    ):
+        e = lm_eval(fam).model_copy(update={"run": run, "seed": seed})
+        lm[run] = (e, lm_items(run, rate, seed, dirty_gain=0.2))
+    nmt = {}
+    for run, model, q, seed, kw in (
+        ("bahdanau", "bahdanau", 0.6, 13, {}),
+        ("bahdanau-seed14", "bahdanau", 0.6, 14, {}),
+        ("none", "none", 0.1, 13, {}),
+        ("none-seed14", "none", 0.1, 14, {}),
+        ("pointer", "bahdanau", 0.8, 13, {"pointer": True}),
+        ("pointer-seed14", "bahdanau", 0.8, 14, {"pointer": True}),
+        ("target-lm", "target-lm", 0.0, 13, {}),
+        ("copy-source", "copy-source", 0.0, 13, {}),
+    ):
+        e = nmt_eval(run, model, 1.0, 1.0, **kw).model_copy(update={"seed": seed})
+        kind = {"copy-source": "copy", "target-lm": "unrelated"}.get(model, "model")
+        nmt[run] = (e, nmt_items(run, q, seed, kind=kind))
+    tag = {}
+    for run, head, f1, inv in (
+        ("ner-crf", "crf", {"random": 0.75, "sgns": 0.8}, 0.0),
+        ("ner-softmax", "softmax", {"random": 0.55, "sgns": 0.6}, 0.1),
+    ):
+        e = tagger_eval(run, head)
+        train = [tagger_train(run, head, {"random": 0.5, "sgns": 0.6})]
+        tag[run] = (e, tagger_items(run, f1=f1, invalid=inv), train)
+    given = {"emb": emb, "lm": lm, "nmt": nmt, "tagging": tag}
+    given.update(over)
+    ev = Evidence(rule=RULE, margin=0.1)
+    ev.emb, ev.emb_items = given["emb"]
+    ev.lm = {r: v[0] for r, v in given["lm"].items()}
+    ev.lm_items = {r: v[1] for r, v in given["lm"].items()}
+    ev.nmt = {r: v[0] for r, v in given["nmt"].items()}
+    ev.nmt_items = {r: v[1] for r, v in given["nmt"].items()}
+    ev.tagging = {r: v[0] for r, v in given["tagging"].items()}
+    ev.tag_items = {r: v[1] for r, v in given["tagging"].items()}
+    ev.tag_train = {r: v[2] for r, v in given["tagging"].items()}
+    return ev
