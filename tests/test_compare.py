@@ -269,6 +269,26 @@ def test_cli_table_html_json_and_exit_code(toy_repo, tmp_path, monkeypatch):
     assert "-> None" not in res.output
 
 
+def test_scores_on_different_test_splits_are_flagged(toy_repo, tmp_path, monkeypatch):
+    """Where the two sides' eval files name different test splits (the default
+    and full profiles), compare says so per task folder, from folders and from
+    revisions alike; equal splits say nothing."""
+    path, env = toy_repo
+    monkeypatch.chdir(path)
+    a, b = tmp_path / "a", tmp_path / "b"
+    for side, sha in ((a, "1" * 64), (b, "2" * 64)):
+        shutil.copytree(path / "reports", side)
+        f = side / "nmt" / "toy" / "eval.json"
+        f.write_text(json.dumps({**json.loads(f.read_text()), "test_sha256": sha}))
+    tests: dict = {}
+    cmp.load([str(a), str(b)], path, tests)
+    [line] = cmp.split_warnings(tests[str(a)], tests[str(b)], (str(a), str(b)))
+    assert line.startswith("warning: reports/nmt: ") and "111111111111 vs 2222" in line
+    assert cmp.split_warnings(tests[str(a)], tests[str(a)], ("x", "y")) == []
+    res = CliRunner().invoke(app, ["compare", str(a), str(b)])
+    assert res.exit_code == 0 and "scored different test splits" in res.output
+
+
 def test_every_training_curve_is_a_declared_plot():
     """`dvc plots diff A B` overlays what dvc.yaml declares: every curve a training
     stage writes (curve.csv, loss.csv) is a plot with its x and y."""

@@ -23,6 +23,9 @@ def project(tmp_path_factory):
     root = tmp_path_factory.mktemp("emb")
     params = yaml.safe_load((ROOT / "profiles" / "tiny.yaml").read_text())
     params["embeddings"]["seeds"]["sgns"] = [13, 14]  # (the tiny profile trains one)
+    params["embeddings"]["seeds"]["ppmi-svd"] = [13, 14]
+    # a grid of two trainings (SGNS) or SVDs (PPMI) with post-hoc variants
+    params["embeddings"]["tune"].update(negatives=[5, 10], eig=[0.5, 1.0])
     (root / "params.yaml").write_text(yaml.safe_dump(params))
     text = root / "data" / "subsampled" / "text"
     text.mkdir(parents=True)
@@ -82,6 +85,61 @@ def test_a_run_records_exactly_the_params_its_stage_declares(project, method):
     folder = project / "data" / "embeddings" / method / "seed-13"
     recorded = json.loads((folder / "config.json").read_text())["embeddings"]
     assert set(recorded) == sections
+
+
+@pytest.mark.parametrize("method", ["sgns", "ppmi-svd"])
+def test_tuned_methods_choose_on_the_dev_half(project, method):
+    """Every setting of the grid is scored on the dev half, the best kept; the
+    evaluation's similarity is the test half, the dev half reported apart."""
+    from firth.embeddings.results import EmbeddingItems
+    from firth.embeddings.similarity import evaluate_pairs, read_pairs
+    from firth.embeddings.tuning import DEV, half, halves
+    from firth.embeddings.vectors import load_word2vec
+    from firth.results import load_items
+
+    size = {"sgns": 2 * 2, "ppmi-svd": 2 * 2 * 2}[method]
+    pairs = read_pairs(project / "data/raw/eval/wordsim353/pairs.tsv")
+    dev = halves(pairs)[DEV]
+    assert 0.3 < len(dev) / len(pairs) < 0.7
+    for seed in (13, 14):
+        t = load(
+            project / f"reports/embeddings/{method}/seed-{seed}/train.json",
+            EmbeddingTrain,
+        )
+        # trainings (SGNS runs, PPMI SVDs): one per (negatives, cds)
+        assert len(t.tuning) == size and t.trainings == 2
+        chosen = [row for row in t.tuning if row.chosen]
+        assert len(chosen) == 1 and chosen[0].setting == t.setting
+        assert chosen[0].dev_mean == max(row.dev_mean for row in t.tuning)
+        vecs = load_word2vec(
+            project / f"data/embeddings/{method}/seed-{seed}/vectors.txt"
+        )
+        rho = evaluate_pairs(vecs, dev)["spearman"]
+        assert rho == pytest.approx(chosen[0].dev_spearman["wordsim353"], abs=2e-3)
+    items = load_items(
+        project / f"reports/embeddings/{method}/items.json.gz", EmbeddingItems
+    )
+    sim = items.similarity["wordsim353"]
+    assert sim.test == [int(half(a, b) == "test") for a, b, _ in pairs]
+    assert set(sim.cosine) == {"13", "14"}
+    ev = load(project / f"reports/embeddings/{method}/eval.json", EmbeddingEval)
+    covered = sum(
+        c is not None and t for c, t in zip(sim.cosine["13"], sim.test, strict=True)
+    )
+    test_pairs = sum(sim.test)
+    assert ev.runs["13"].similarity["wordsim353"].coverage == pytest.approx(
+        covered / test_pairs, abs=1e-6
+    )
+    assert "wordsim353" in ev.runs["13"].similarity_dev
+
+
+def test_ppmi_seeds_are_replicates_once_it_subsamples(project):
+    """PPMI-SVD subsamples with its seed, as SGNS does, so its seeds differ."""
+    a, b = (
+        (project / f"data/embeddings/ppmi-svd/seed-{s}/vectors.txt").read_bytes()
+        for s in (13, 14)
+    )
+    assert a != b
 
 
 def test_seeds_are_summarised_with_every_run(project):
@@ -169,7 +227,7 @@ def test_killed_stage_resumes_from_its_checkpoint(project, tmp_path, monkeypatch
         real_save(self, state)
         raise KeyboardInterrupt  # as if killed right after epoch 1
 
-    ckpt = root / "data/checkpoints/embeddings/sgns-seed13.pt"
+    ckpt = root / "data/checkpoints/embeddings/sgns-seed13-k5-cds0.75.pt"
     monkeypatch.setattr(firth.checkpoint.Checkpoint, "save", save_then_die)
     with pytest.raises(KeyboardInterrupt):
         train_embeddings.main(args)

@@ -2,6 +2,7 @@
 each holds on a clear gap, does not hold on the reversed gap, is inconclusive on
 equal systems or too few items, and is 'not run' without its evidence."""
 
+from conftest import embedding_eval, lm_eval, nmt_eval, tagger_eval
 from planted import (
     embedding_items,
     evidence,
@@ -11,7 +12,6 @@ from planted import (
     tagger_train,
 )
 
-from conftest import embedding_eval, lm_eval, nmt_eval, tagger_eval
 from firth.findings import MISSING, findings, tally
 from firth.inference import FAILS, HOLDS, INCONCLUSIVE
 

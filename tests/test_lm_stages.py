@@ -148,8 +148,9 @@ def test_report_has_the_language_model_section(project):
     md = (project / "reports" / "index.md").read_text()
     assert "## Language models" in md
     assert "bits per character" in md and "Gradient flow" in md
-    assert "the Kneser-Ney 3-gram in bits per character: margin" in md
-    assert "over 2 seeds" in md
+    assert "The LSTM against the Kneser-Ney 3-gram in bits per character: " in md
+    assert "paired bootstrap over" in md and "margin over KN per LSTM seed" in md
+    assert "seeds 2 against 1" in md  # two LSTM seeds, one (deterministic) KN
 
 
 def test_unknown_run_is_a_clear_error(project, capsys):

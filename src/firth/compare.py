@@ -152,7 +152,15 @@ def flatten(data: object, prefix: str = "") -> dict[str, float]:
 Metrics = dict[str, dict[str, float]]  # path -> flattened key -> value
 
 
-def _from_dvc_result(result: dict, label: str) -> Metrics:
+Tests = dict[str, str]  # metrics path -> sha256 of the test split it scored
+
+
+def _test_hash(data: object) -> str | None:
+    """The ``test_sha256`` an eval.json records (None for other metrics files)."""
+    return data.get("test_sha256") if isinstance(data, dict) else None
+
+
+def _from_dvc_result(result: dict, label: str, tests: Tests) -> Metrics:
     if err := result.get("error"):
         raise DataError(f"{label}: DVC could not read the metrics: {err}")
     out: Metrics = {}
@@ -160,6 +168,8 @@ def _from_dvc_result(result: dict, label: str) -> Metrics:
         if "error" in entry:
             continue  # a declared metrics file absent at that revision
         out[path] = flatten(entry.get("data", {}))
+        if sha := _test_hash(entry.get("data")):
+            tests[path] = sha
     return out
 
 
@@ -178,9 +188,12 @@ def declared_metrics(repo: str | Path) -> list[str]:
     return sorted(paths)
 
 
-def load_revisions(revs: list[str], repo: str | Path) -> dict[str, Metrics]:
+def load_revisions(
+    revs: list[str], repo: str | Path, tests: dict[str, Tests] | None = None
+) -> dict[str, Metrics]:
     """Metrics at git revisions or DVC experiment names (``workspace`` = the working
-    tree), read by DVC itself."""
+    tree), read by DVC itself; ``tests`` gets each one's test-split hashes."""
+    tests = {} if tests is None else tests
     from dvc.repo import Repo
     from dvc.scm import RevError
 
@@ -193,13 +206,17 @@ def load_revisions(revs: list[str], repo: str | Path) -> dict[str, Metrics]:
     for rev in revs:
         if rev not in shown:
             raise DataError(f"{repo}: unknown revision or experiment {rev!r}")
-        out[rev] = _from_dvc_result(shown[rev], rev)
+        out[rev] = _from_dvc_result(shown[rev], rev, tests.setdefault(rev, {}))
     return out
 
 
-def load_folder(folder: str | Path, declared: list[str]) -> Metrics:
+def load_folder(
+    folder: str | Path, declared: list[str], tests: Tests | None = None
+) -> Metrics:
     """Metrics from a report folder: a ``reports/`` folder (or a checkout holding
-    one); ``declared`` are the metrics paths (``reports/...``) to look for."""
+    one); ``declared`` are the metrics paths (``reports/...``) to look for;
+    ``tests`` gets the test-split hashes the eval files record."""
+    tests = {} if tests is None else tests
     folder = Path(folder)
     checkout = (folder / "reports").is_dir()
     out: Metrics = {}
@@ -212,9 +229,12 @@ def load_folder(folder: str | Path, declared: list[str]) -> Metrics:
             continue
         if file.exists():
             try:
-                out[path] = flatten(json.loads(file.read_text(encoding="utf-8")))
+                data = json.loads(file.read_text(encoding="utf-8"))
             except json.JSONDecodeError as exc:
                 raise DataError(f"{file}: not JSON: {exc}") from None
+            out[path] = flatten(data)
+            if sha := _test_hash(data):
+                tests[path] = sha
     if not out:
         raise DataError(
             f"{folder}: no metrics file found (expected the files dvc.yaml declares, "
@@ -223,19 +243,40 @@ def load_folder(folder: str | Path, declared: list[str]) -> Metrics:
     return out
 
 
-def load(sources: list[str], repo: str | Path = ".") -> dict[str, Metrics]:
+def load(
+    sources: list[str], repo: str | Path = ".", tests: dict[str, Tests] | None = None
+) -> dict[str, Metrics]:
     """Each source is a report folder if such a directory exists, else a revision
-    or experiment name."""
+    or experiment name; ``tests`` (filled in) gets each source's test-split hashes
+    by metrics path."""
+    tests = {} if tests is None else tests
     out: dict[str, Metrics] = {}
     revs = [s for s in sources if not Path(s).is_dir()]
     if revs:
-        out.update(load_revisions(revs, repo))
+        out.update(load_revisions(revs, repo, tests))
     folders = [s for s in sources if Path(s).is_dir()]
     if folders:
         declared = declared_metrics(repo)
         for s in folders:
-            out[s] = load_folder(s, declared)
+            out[s] = load_folder(s, declared, tests.setdefault(s, {}))
     return out
+
+
+def split_warnings(a: Tests, b: Tests, names: tuple[str, str]) -> list[str]:
+    """One line per task folder whose runs were scored on different test splits
+    on the two sides (their scores then differ by the data as well as the
+    models: the default and full profiles, for one)."""
+    differ: dict[str, set[tuple[str, str]]] = {}
+    for path in sorted(set(a) & set(b)):
+        if a[path] != b[path]:
+            task = "/".join(path.split("/")[:2])
+            differ.setdefault(task, set()).add((a[path][:12], b[path][:12]))
+    return [
+        f"warning: {task}: {names[0]} and {names[1]} scored different test splits "
+        f"(test sha256 {', '.join(f'{x} vs {y}' for x, y in sorted(pairs))}): "
+        "a delta there mixes the data with the models"
+        for task, pairs in differ.items()
+    ]
 
 
 @dataclass(frozen=True)

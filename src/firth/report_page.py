@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from firth.dag_report import dag_section
-from firth.inference import Rule
 from firth.embeddings.report import embeddings_section
 from firth.embeddings.results import EmbeddingDetail, EmbeddingEval, EmbeddingTrain
+from firth.evidence import Evidence
+from firth.inference import Rule
 from firth.io import read_json
 from firth.lm.report import lm_section
 from firth.lm.results import LmDetail, LmEval, LmTrain
@@ -230,6 +231,7 @@ class Page:
     bench: Path
     sections: list[Section] = field(default_factory=list)
     evals: dict[str, dict] = field(default_factory=dict)
+    ev: Evidence | None = None  # the per-item evidence the comparisons are tested on
 
     def folder(self, task: str) -> Path:
         return self.root / "reports" / task
@@ -302,6 +304,7 @@ def embeddings_card(page: Page) -> None:
         },
         page.benchmark("embeddings"),
         _loss_curves(emb, list(evals)),
+        ev=page.ev,
     )
     page.card(
         sec,
@@ -323,6 +326,7 @@ def lm_card(page: Page) -> None:
         curves,
         page.benchmark("lm"),
         page.audit("text"),
+        ev=page.ev,
     )
     page.card(sec, ["lm", "evaluate_lm", "subsample.text", "accel"], train, ("text",))
 
@@ -340,6 +344,7 @@ def nmt_card(page: Page) -> None:
         curves,
         page.benchmark("nmt"),
         page.audit("parallel"),
+        ev=page.ev,
     )
     page.card(
         sec,
@@ -366,6 +371,7 @@ def tagging_card(page: Page) -> None:
         curves,
         page.benchmark("tagger"),
         {p.stem.removeprefix("tagged_"): read_json(p) for p in audits},
+        ev=page.ev,
     )
     page.card(
         sec,
@@ -397,12 +403,13 @@ def build(
     revision = _revision(root)
     sources = read_sources(root)
     page = Page(root, params, revision, sources, bench, data_sections(root, sources))
+    page.ev = load_evidence(root, rule, margin)
     for card in (embeddings_card, lm_card, nmt_card, tagging_card, nli_card):
         card(page)
     pipeline = dag_section(page.benchmark("dag"))
     if pipeline is not None:
         page.sections.append(pipeline)
-    card = scorecard(load_evidence(root, rule, margin))
+    card = scorecard(page.ev)
     lead = scorecard_sections(
         card, budget_note=_budget(params), nli=bool(page.evals.get("nli"))
     )

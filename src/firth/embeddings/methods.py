@@ -29,7 +29,7 @@ from firth.embeddings.ppmi import ppmi, svd_factors, weighted
 from firth.embeddings.sgns import SGNSConfig, keep_probabilities, train_sgns
 from firth.embeddings.similarity import Pair
 from firth.embeddings.subword import SubwordSpace, build_space
-from firth.embeddings.tuning import TUNED, choose, grid, label
+from firth.embeddings.tuning import TUNED, choose, grid
 from firth.embeddings.vectors import Embedding
 
 log = logging.getLogger(__name__)

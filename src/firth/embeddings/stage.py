@@ -27,8 +27,8 @@ from firth.embeddings.results import (
 )
 from firth.embeddings.similarity import cosines, evaluate_pairs, read_pairs
 from firth.embeddings.subword import SubwordSpace, compose
-from firth.embeddings.vectors import Embedding, load_word2vec, save_word2vec
 from firth.embeddings.tuning import DEV, TEST, TUNED, half, halves
+from firth.embeddings.vectors import Embedding, load_word2vec, save_word2vec
 from firth.errors import ConfigError, DataError
 from firth.io import read_json, sha256_file
 from firth.results import StageOutput, parse, peak_rss_mb
@@ -288,14 +288,14 @@ def evaluate(root: Path, method: str, folder: Path, cfg) -> tuple[Scores, dict, 
             # vocabulary; else every word, and 'full' is the same evaluation
             cut = cfg.restrict if 0 < cfg.restrict < len(emb.words) else None
             hits: dict = {}
-            res = evaluate_analogies(emb, sections, restrict=cut, hits=hits)
+            top = evaluate_analogies(emb, sections, restrict=cut, hits=hits)
             items["analogy"][name] = {
-                "candidates": res["candidates"],
+                "candidates": top["candidates"],
                 "covered": hits.pop("covered"),
                 "hits": hits,
             }
-            full = evaluate_analogies(emb, sections, restrict=None) if cut else res
-            for label, res in (("top", res), ("full", full)):
+            full = evaluate_analogies(emb, sections, restrict=None) if cut else top
+            for label, res in (("top", top), ("full", full)):
                 detail["analogy"][f"{name}/{label}"] = res
                 metrics["analogy"].setdefault(name, {})[label] = {
                     k: _round(res[k]) for k in ("coverage", *METHODS)

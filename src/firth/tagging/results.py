@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import Literal
 
-Head = Literal["softmax", "crf", "crf-constrained"]
-
 from firth.results import (
     Contamination,
     Hardware,
@@ -19,6 +17,8 @@ from firth.results import (
     tracked,
     tracking,
 )
+
+Head = Literal["softmax", "crf", "crf-constrained"]
 
 
 class ModelTrain(LoopStats):
