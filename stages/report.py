@@ -11,27 +11,19 @@ import yaml
 
 from firth import render, stage_cli
 from firth.config import load_section, load_sections
-from firth.inference import Rule
 from firth.io import atomic_path, write_text
 from firth.report_page import build, figure_name
 from firth.results import save
+from firth.scorecard import rule_of
 
 
 def body(args) -> None:
     params_file = stage_cli.params_path(args)
     cfg, seed = load_sections("report", params_file)
-    v = load_section("verdicts", params_file)
+    rule, margin = rule_of(load_section("verdicts", params_file))
     params = yaml.safe_load(params_file.read_text(encoding="utf-8"))
     bench = args.benchmarks or args.root / "benchmarks" / "results"
-    rule = Rule(
-        confidence=v.confidence,
-        resamples=v.resamples,
-        seed=v.seed,
-        min_items=v.min_items,
-    )
-    sections, meta, card = build(
-        args.root, params, bench, rule=rule, margin=v.equivalence_margin
-    )
+    sections, meta, card = build(args.root, params, bench, rule=rule, margin=margin)
     meta = {"code revision": meta.pop("code revision"), "seed": str(seed), **meta}
     reports, figures = args.root / "reports", {}
     for sec in sections:

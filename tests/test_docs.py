@@ -40,3 +40,21 @@ def test_cited_result_files_exist():
     assert len(cited) > 10
     missing = sorted(p for p in cited if not (ROOT / p).exists())
     assert not missing, missing
+
+
+def test_the_verdict_rule_is_stated_once_as_the_code_states_it():
+    """docs/evaluation.md quotes the rule the report page prints, at the default
+    params' verdicts section."""
+    import yaml
+
+    from firth.inference import Rule, rule_text
+
+    v = yaml.safe_load((ROOT / "params.yaml").read_text())["verdicts"]
+    rule = Rule(
+        confidence=v["confidence"],
+        resamples=v["resamples"],
+        seed=v["seed"],
+        min_items=v["min_items"],
+    )
+    text = (DOCS / "evaluation.md").read_text(encoding="utf-8")
+    assert "> " + rule_text(rule) in text

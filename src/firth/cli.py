@@ -180,6 +180,61 @@ def compare(
         raise typer.Exit(1)
 
 
+@app.command("scorecard")
+def scorecard_cmd(
+    repo: Annotated[
+        Path,
+        typer.Option(
+            help="A profile's project (its params.yaml and reports/): . or "
+            "profiles/full."
+        ),
+    ] = Path("."),
+    check: Annotated[
+        bool,
+        typer.Option(
+            "--check",
+            help="Exit 1 unless the committed reports/scorecard.json holds exactly "
+            "these tests.",
+        ),
+    ] = False,
+) -> None:
+    """Every known finding and partial-input baseline tested again from the
+    committed files alone (reports/*/*/items.json.gz, eval.json, the taggers'
+    train.json): nothing is trained or read from data/."""
+    from firth.results import load
+    from firth.scorecard import Scorecard, lines, recompute
+
+    try:
+        card = recompute(repo)
+    except FirthError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    for line in lines(card):
+        typer.echo(line)
+    if not check:
+        return
+    path = repo / "reports" / "scorecard.json"
+    try:
+        committed = load(path, Scorecard)
+    except (FirthError, OSError) as exc:
+        typer.echo(f"error: {path}: {exc}", err=True)
+        raise typer.Exit(2) from None
+    if committed.model_dump() != card.model_dump():
+        diff = [
+            f.key
+            for f, g in zip(card.findings, committed.findings, strict=False)
+            if f.model_dump() != g.model_dump()
+        ]
+        typer.echo(
+            f"{path} differs from the recomputed scorecard"
+            + (f" (findings: {', '.join(diff)})" if diff else "")
+            + ": rerun `dvc repro report`",
+            err=True,
+        )
+        raise typer.Exit(1)
+    typer.echo(f"{path}: the committed scorecard is what its files give")
+
+
 METHODS_HELP = "sgns, subword, ppmi-svd, glove or gensim"
 
 

@@ -157,7 +157,7 @@ def exclusion_matters(ev: Evidence) -> Finding:
         return _missing(key, claim, src, str(exc), where)
     kept = ratio("accuracy kept without exclusion", "lower", 1, 0)
     t = threshold(s, kept, 0.5, ev.rule)
-    lab = f"SGNS {label('sgns', s)}, {s.items:,} covered questions"
+    lab = f"{label('sgns', s)}, {s.items:,} covered questions"
     return _finding(key, claim, src, [t], [lab], where)
 
 
@@ -325,6 +325,9 @@ def contamination_inflates(ev: Evidence) -> Finding:
     claim = "Test items seen in training score higher (contamination inflates)"
     src = "Brown et al. 2020, appendix C"
     tested = contamination_tests(ev)
+    if not tested:
+        why = "no per-item statistics with dirty flags (the evaluations' items)"
+        return _missing(key, claim, src, why, where)
     if not any(t.n for _, t in tested):
         return _missing(key, claim, src, "no test item is flagged dirty", where)
     # the verdict: the evaluation with the most dirty items (a rule that reads no

@@ -71,6 +71,43 @@ def load_evidence(root: Path, rule: Rule, margin: float) -> Evidence:
     return ev
 
 
+def rule_of(verdicts) -> tuple[Rule, float]:
+    """The rule and the equivalence margin of a ``verdicts`` params section."""
+    rule = Rule(
+        confidence=verdicts.confidence,
+        resamples=verdicts.resamples,
+        seed=verdicts.seed,
+        min_items=verdicts.min_items,
+    )
+    return rule, verdicts.equivalence_margin
+
+
+def recompute(project: Path) -> Scorecard:
+    """The scorecard of a profile project (``.`` or profiles/full) from its
+    params.yaml and committed reports/ alone."""
+    from firth.config import load_section
+
+    rule, margin = rule_of(load_section("verdicts", project / "params.yaml"))
+    return scorecard(load_evidence(project, rule, margin))
+
+
+def lines(card: Scorecard) -> list[str]:
+    """The scorecard as text: each finding and each baseline row, one verdict
+    each, then the tally."""
+    out = []
+    for f in card.findings:
+        out.append(f"{f.verdict:>14}  {f.claim}")
+        out.append(f"{'':>16}{f.summary}")
+    for r in card.partial_input:
+        t = r.test
+        out.append(
+            f"{t.verdict:>14}  {r.task}: {r.model} vs {r.baseline}: "
+            f"{t.interval(4 if 'bits' in r.unit else 2)} {r.unit}"
+        )
+    out.append(card.tally)
+    return out
+
+
 def scorecard(ev: Evidence) -> Scorecard:
     found = findings(ev)
     r = ev.rule
@@ -92,44 +129,69 @@ def scorecard(ev: Evidence) -> Scorecard:
 HEADER = [
     "finding",
     "reported by",
-    "compared (test items; seeds resampled)",
-    "scores, difference [interval]",
-    "verdict",
+    "compared",
+    "test",
+    "scores",
+    "difference [interval]",
+    "test verdict",
+    "finding",
     "evidence in",
 ]
+
+
+def _digits(t: Test) -> int:
+    return 4 if "bits" in t.metric or t.metric == "Spearman" else 2
+
+
+def finding_rows(f: Finding) -> list[list[str]]:
+    """One row per test of a finding (its claim and verdict on the first)."""
+    link = f"→ {f.where}" if f.where else "-"
+    if not f.tests:
+        return [[f.claim, f.source, f.summary, "-", "-", "-", "-", f.verdict, link]]
+    rows = []
+    for i, (lab, t) in enumerate(zip(f.labels, f.tests, strict=True)):
+        d = _digits(t)
+        need = f"; needs ~{t.needs:,} items" if t.needs else ""
+        rows.append(
+            [
+                f.claim if i == 0 else "",
+                f.source if i == 0 else "",
+                lab,
+                f"{t.metric}: {t.design()}",
+                f"{t.a.score:.{d}f} vs {t.b.score:.{d}f}",
+                t.interval(d) + need,
+                t.verdict,
+                f.verdict if i == 0 else "",
+                link if i == 0 else "",
+            ]
+        )
+    return rows
 
 
 def sections(card: Scorecard, *, budget_note: str, nli: bool) -> list[Section]:
     """The Scorecard section (the rule, the findings' table and figure) and the
     partial-input section."""
-    rows = []
-    for f in card.findings:
-        what = "; ".join(
-            f"{lab} [{t.design()}]" for lab, t in zip(f.labels, f.tests, strict=True)
-        )
-        rows.append(
-            [
-                f.claim,
-                f.source,
-                what or "-",
-                f.summary,
-                f.verdict,
-                f"→ {f.where}" if f.where else "-",
-            ]
-        )
+    rows = [row for f in card.findings for row in finding_rows(f)]
     notes = [f"*{f.key}*: {f.note}" for f in card.findings if f.note]
     intro = (
         f"{card.tally} {budget_note}\n\n**The rule.** {card.rule['text']}\n\n"
         + " ".join(notes)
     )
     sec = Section("Scorecard", intro, lead_figures=True)
-    sec.tables.append(("Known findings of the field, tested", (HEADER, rows)))
+    sec.tables.append(
+        (
+            "Known findings of the field, tested (one row per test; a finding with "
+            "several tests holds when all hold)",
+            (HEADER, rows),
+        )
+    )
     if png := figure(card.findings):
         sec.figures.append(
             (
-                "Each finding's compared scores with their intervals (the first test "
-                "of a finding with several), coloured by verdict: green holds, red "
-                "does not hold, grey inconclusive",
+                "Each finding's compared scores with their intervals (of a finding "
+                "with several tests, the first whose verdict is the finding's), "
+                "coloured by verdict: green holds, red does not hold, grey "
+                "inconclusive",
                 png,
             )
         )
@@ -164,6 +226,12 @@ def _panel(ax, f: Finding, t: Test) -> None:
     ax.set_title(f"{f.key}: {f.verdict}", fontsize=8, color=colour)
 
 
+def deciding(f: Finding) -> Test:
+    """The test a finding's panel draws: the first whose verdict is the
+    finding's (the one that decides it), else the first."""
+    return next((t for t in f.tests if t.verdict == f.verdict), f.tests[0])
+
+
 def figure(found: list[Finding]) -> bytes | None:
     """One small panel per tested finding."""
     shown = [f for f in found if f.tests]
@@ -175,7 +243,7 @@ def figure(found: list[Finding]) -> bytes | None:
         rows, cols, figsize=(2.7 * cols, 1.7 * rows), squeeze=False
     )
     for ax, f in zip(axes.flat, shown, strict=False):
-        _panel(ax, f, f.tests[0])
+        _panel(ax, f, deciding(f))
     for ax in list(axes.flat)[len(shown) :]:
         ax.axis("off")
     return figure_png(fig)

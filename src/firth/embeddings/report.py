@@ -105,8 +105,8 @@ def embeddings_section(
     if names:
         sec.figures.append(
             (
-                "Analogy accuracy (3CosAdd, top candidates) by section of the "
-                "Google set: semantic sections first, then the syntactic ones",
+                "Analogy accuracy (3CosAdd, top candidates; first seed) by section "
+                "of the Google set: semantic sections first, then the syntactic ones",
                 analogy_sections_figure(methods, top),
             )
         )
@@ -137,10 +137,11 @@ def methods_table(
         top = s.analogy_at("top")
         full = s.analogy_at("full")
         sim = [s.similarity.get(k) for k, _ in SIMILARITY]
+        n, distinct = len(evals[m].seeds), evals[m].distinct
         rows.append(
             [
                 m,
-                str(len(evals[m].seeds)),
+                f"{n} ({distinct} distinct)" if distinct and distinct < n else str(n),
                 num(avg("words_per_second"), 0),
                 num(avg("seconds"), 1),
                 num(avg("peak_rss_mb"), 0),
@@ -312,7 +313,7 @@ def analogy_sections_table(methods, top, names) -> tuple[str, Table]:
         cov = next((f"{e.covered}/{e.questions}" for e in entries if e), "-")
         rows.append([n, *(num(e.cos_add, 3) if e else "-" for e in entries), cov])
     return (
-        "3CosAdd by analogy section (top candidates)",
+        "3CosAdd by analogy section (top candidates; first seed)",
         (["section", *methods, "covered"], rows),
     )
 
@@ -333,10 +334,12 @@ def neighbour_tables(methods: list[str], details: dict[str, EmbeddingDetail]) ->
     if probe_rows:
         probe_rows.sort(key=lambda r: r[0])
         header = ["probe", "method", "neighbours"]
-        out.append(("Nearest neighbours (cosine)", (header, probe_rows)))
+        out.append(("Nearest neighbours (cosine; first seed)", (header, probe_rows)))
     if oov_rows:
         header = ["word", "status", "method", "neighbours"]
-        out.append(("Neighbours of words built from n-grams", (header, oov_rows)))
+        out.append(
+            ("Neighbours of words built from n-grams (first seed)", (header, oov_rows))
+        )
     return out
 
 

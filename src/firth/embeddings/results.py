@@ -60,9 +60,13 @@ class EmbeddingEval(Record):
     seeds: list[int]
     summary: Scores[Spread]
     runs: dict[str, Scores[float | None]]
+    # seeds whose vectors differ (a deterministic method: 1, whatever its seeds)
+    distinct: int | None = None
 
     @classmethod
-    def of(cls, method: str, runs: dict[int, Scores]) -> EmbeddingEval:
+    def of(
+        cls, method: str, runs: dict[int, Scores], distinct: int | None = None
+    ) -> EmbeddingEval:
         """Every seed's scores and their spread."""
         dumped = [s.model_dump(by_alias=True) for s in runs.values()]
         return cls(
@@ -70,6 +74,7 @@ class EmbeddingEval(Record):
             seeds=list(runs),
             summary=Scores[Spread].model_validate(spread_tree(dumped)),
             runs={str(k): v for k, v in runs.items()},
+            distinct=distinct,
         )
 
 

@@ -172,6 +172,7 @@ def evaluate_method(
     runs: dict[int, Scores] = {}
     first = None
     items: dict = {"method": method, "similarity": {}, "analogy": {}}
+    hashes = set()
     for seed in seeds:
         folder = root / "data" / "embeddings" / method / f"seed-{seed}"
         if not (folder / "vectors.txt").exists():
@@ -180,12 +181,15 @@ def evaluate_method(
             )
         metrics, detail, section_rows, per_item = evaluate(root, method, folder, cfg)
         runs[seed] = metrics
+        hashes.add(sha256_file(folder / "vectors.txt"))
         first = first or ({**detail, "seed": seeds[0]}, section_rows)
         _merge_items(items, per_item, str(seed), method)
     detail, section_rows = first
     where = f"evaluate-embeddings@{method}"
+    if len(hashes) < len(runs):
+        log.info("%s: %d seeds, %d distinct vectors", method, len(runs), len(hashes))
     return (
-        EmbeddingEval.of(method, runs),
+        EmbeddingEval.of(method, runs, distinct=len(hashes)),
         parse(detail, EmbeddingDetail, f"{where} detail"),
         section_rows,
         parse(items, EmbeddingItems, f"{where} items"),

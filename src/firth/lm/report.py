@@ -44,7 +44,9 @@ INTRO = (
     "models share one vocabulary (training words seen at least lm.common.min_count "
     "times, the rest <unk>), so their scores leave out the cost of spelling an "
     "<unk>: the OOV rate is beside them. Neural models keep the weights with the "
-    "best validation loss."
+    "best validation loss. One learning rate, schedule and budget (lm.common) serve "
+    "every neural family: they are not tuned per family (params.yaml says what the "
+    "shared rate was chosen on), so a family's rank may reflect its fit to them."
 )
 
 
@@ -108,7 +110,8 @@ def lm_section(
     if samples:
         sec.tables.append(
             (
-                "Sampled continuations (temperature from evaluate_lm; ⏎ is </s>)",
+                "Sampled continuations of the first seed of each family "
+                "(temperature from evaluate_lm; ⏎ is </s>)",
                 (["run", "prompt", "continuation"], samples),
             )
         )

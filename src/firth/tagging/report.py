@@ -64,7 +64,8 @@ def tagging_section(
         "BIO in training and decoding. A free CRF is also decoded under the BIO "
         "constraints ('+ BIO-constrained Viterbi' rows): a constraint imposed at "
         "decoding, which cannot break BIO by design, not something the model "
-        "learned.",
+        "learned. Both heads share one learning rate and budget (tagger.common), "
+        "not tuned per head or dataset.",
     )
     sec.tables.append(scores_table(runs, datasets, evals, train))
     sec.intro += "\n\n" + " ".join(_verdicts(runs, evals, ev))

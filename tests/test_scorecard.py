@@ -1,0 +1,51 @@
+"""Both profiles' committed scorecards are recomputed from their committed files
+alone (no training, no data/): `firth scorecard --check` on a fresh clone's
+reports, the item files stay small, and a changed item file is caught."""
+
+import gzip
+import json
+import shutil
+
+import pytest
+from conftest import ROOT
+from typer.testing import CliRunner
+
+from firth.cli import app
+
+PROFILES = [".", "profiles/full"]
+
+
+@pytest.mark.parametrize("project", PROFILES)
+def test_committed_scorecard_is_what_the_committed_files_give(project):
+    res = CliRunner().invoke(
+        app, ["scorecard", "--repo", str(ROOT / project), "--check"]
+    )
+    assert res.exit_code == 0, res.output
+    assert "known findings hold on this run" in res.output
+    card = json.loads((ROOT / project / "reports" / "scorecard.json").read_text())
+    assert len(card["findings"]) == 8 and card["partial_input"]
+    for f in card["findings"]:
+        assert f["verdict"] in ("holds", "does not hold", "inconclusive", "not run")
+
+
+def test_item_files_are_compact():
+    sizes = [
+        p.stat().st_size
+        for project in PROFILES
+        for p in (ROOT / project / "reports").glob("*/*/items.json.gz")
+    ]
+    assert sizes and sum(sizes) < 4_000_000, sum(sizes)
+
+
+def test_a_changed_item_file_is_caught(tmp_path):
+    project = tmp_path / "p"
+    project.mkdir()
+    shutil.copy(ROOT / "params.yaml", project / "params.yaml")
+    shutil.copytree(ROOT / "reports", project / "reports")
+    path = project / "reports" / "lm" / "kn5" / "items.json.gz"
+    items = json.loads(gzip.decompress(path.read_bytes()))
+    items["bits"] = [b * 0.5 for b in items["bits"]]  # Kneser-Ney twice as good
+    path.write_bytes(gzip.compress(json.dumps(items).encode()))
+    res = CliRunner().invoke(app, ["scorecard", "--repo", str(project), "--check"])
+    assert res.exit_code == 1, res.output
+    assert "lstm-kn" in res.output
