@@ -197,20 +197,36 @@ def scorecard_cmd(
             "these tests.",
         ),
     ] = False,
+    markdown: Annotated[
+        bool,
+        typer.Option(
+            "--markdown", help="Print the findings as a Markdown table (README)."
+        ),
+    ] = False,
+    beside: Annotated[
+        Path | None,
+        typer.Option(help="With --markdown: another profile's project, in 2 columns."),
+    ] = None,
 ) -> None:
     """Every known finding and partial-input baseline tested again from the
     committed files alone (reports/*/*/items.json.gz, eval.json, the taggers'
     train.json): nothing is trained or read from data/."""
     from firth.results import load
     from firth.scorecard import Scorecard, lines, recompute
+    from firth.scorecard import markdown as table
 
     try:
         card = recompute(repo)
+        other = recompute(beside) if beside is not None else None
     except FirthError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    for line in lines(card):
-        typer.echo(line)
+    if markdown:
+        names = (str(repo), str(beside) if beside is not None else "")
+        typer.echo(table(card, other, names))
+    else:
+        for line in lines(card):
+            typer.echo(line)
     if not check:
         return
     path = repo / "reports" / "scorecard.json"

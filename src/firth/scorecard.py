@@ -108,6 +108,47 @@ def lines(card: Scorecard) -> list[str]:
     return out
 
 
+def _brief(f: Finding) -> str:
+    """A finding's deciding test in a cell: 'difference [interval] (items,
+    seeds)', or why it was not run."""
+    if not f.tests:
+        return f.summary
+    t = deciding(f)
+    d = _digits(t)
+    if t.kind == "threshold":
+        return (
+            f"{t.metric} {t.a.score:.{d}f} [{t.a.low:.{d}f}, {t.a.high:.{d}f}] "
+            f"against {t.b.score:g} ({t.n:,} items, {t.a.seeds} seed(s))"
+        )
+    if t.kind == "groups":
+        return (
+            f"{t.metric}, dirty - clean {t.interval(d)} ({t.n:,} dirty and "
+            f"{t.n_other:,} clean items, {t.a.seeds} seed(s))"
+        )
+    seeds = f"{t.a.seeds} and {t.b.seeds} seeds"
+    return f"{t.metric} {t.interval(d)} ({t.n:,} items, {seeds})"
+
+
+def markdown(card: Scorecard, beside: Scorecard | None = None, names=("", "")) -> str:
+    """The findings as a Markdown table (README): each finding's verdict and its
+    deciding test, and ``beside``'s verdict and test in two more columns."""
+    head = ["finding", f"{names[0]} deciding test", "verdict"]
+    if beside is not None:
+        head += [f"{names[1]} deciding test", "verdict"]
+    rows = []
+    others = {f.key: f for f in beside.findings} if beside is not None else {}
+    for f in card.findings:
+        row = [f.claim, _brief(f), f"**{f.verdict}**"]
+        if beside is not None:
+            g = others.get(f.key)
+            row += [_brief(g), f"**{g.verdict}**"] if g else ["-", "-"]
+        rows.append(row)
+    out = ["| " + " | ".join(h.strip() for h in head) + " |"]
+    out.append("|" + "---|" * len(head))
+    out += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
 def scorecard(ev: Evidence) -> Scorecard:
     found = findings(ev)
     r = ev.rule
