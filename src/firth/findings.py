@@ -62,7 +62,6 @@ SECTIONS = {
     "lm": "Language models",
     "nmt": "Translation",
     "tagging": "Sequence labelling",
-    "audit": "Contamination",
 }
 
 
@@ -285,10 +284,10 @@ def crf_beats_softmax(ev: Evidence) -> Finding:
     return _finding(key, claim, src, tests, labels, where, note)
 
 
-def contamination_tests(ev: Evidence) -> list[tuple[str, Test]]:
+def contamination_tests(ev: Evidence) -> list[tuple[str, Test, str]]:
     """Dirty against clean test items of one pre-declared model per task (the
     LSTM, the attention model, each BIO or POS run's CRF with its validation-chosen
-    initialisation): (label, test), in task order."""
+    initialisation): (label, test, report section), in task order."""
     out = []
     fam = {ev.lm[r[0]].family: (n, r) for n, r in lm_systems(ev.lm).items()}
     if "lstm" in fam:
@@ -296,7 +295,8 @@ def contamination_tests(ev: Evidence) -> list[tuple[str, Test]]:
         try:
             s = lm_side(ev, name, runs)
             t = groups(s, lm_dirty(ev, runs[0]), BPC, ev.rule)
-            out.append((f"language model {label(name, s)}, test lines", t))
+            lab = f"language model {label(name, s)}, test lines"
+            out.append((lab, t, SECTIONS["lm"]))
         except NoEvidence:
             pass
     att = _nmt_pick(ev, model="bahdanau", pointer=False, coverage=False)
@@ -304,7 +304,8 @@ def contamination_tests(ev: Evidence) -> list[tuple[str, Test]]:
         try:
             s = nmt_side(ev, att[0], att[1], "bleu")
             t = groups(s, nmt_dirty(ev, att[1][0]), BLEU_METRIC, ev.rule)
-            out.append((f"translation {label(att[0], s)}, test verses", t))
+            lab = f"translation {label(att[0], s)}, test verses"
+            out.append((lab, t, SECTIONS["nmt"]))
         except NoEvidence:
             pass
     for run, e in sorted(ev.tagging.items()):
@@ -314,25 +315,27 @@ def contamination_tests(ev: Evidence) -> list[tuple[str, Test]]:
             init = chosen_init(ev, run)
             s = tag_side(ev, run, init)
             t = groups(s, tag_dirty(ev, run), tag_metric(e), ev.rule)
-            out.append((f"tagging {label(run, s)} ({init}), test sentences", t))
+            lab = f"tagging {label(run, s)} ({init}), test sentences"
+            out.append((lab, t, SECTIONS["tagging"]))
         except NoEvidence:
             pass
     return out
 
 
 def contamination_inflates(ev: Evidence) -> Finding:
-    key, where = "contamination", SECTIONS["audit"]
+    key, where = "contamination", ""
     claim = "Test items seen in training score higher (contamination inflates)"
     src = "Brown et al. 2020, appendix C"
     tested = contamination_tests(ev)
     if not tested:
         why = "no per-item statistics with dirty flags (the evaluations' items)"
         return _missing(key, claim, src, why, where)
-    if not any(t.n for _, t in tested):
+    if not any(t.n for _, t, _ in tested):
         return _missing(key, claim, src, "no test item is flagged dirty", where)
     # the verdict: the evaluation with the most dirty items (a rule that reads no
     # score); the others are shown beside it
     primary = max(range(len(tested)), key=lambda i: tested[i][1].n)
+    where = tested[primary][2]
     order = [primary] + [i for i in range(len(tested)) if i != primary]
     tests = [tested[i][1] for i in order]
     labels = [f"{tested[i][0]}, {tested[i][1].n:,} dirty" for i in order]
