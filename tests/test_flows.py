@@ -129,7 +129,8 @@ def test_retrain_promotes_an_improvement_and_blocks_a_regression(
     # the refresh fetched every source again, and the same bytes changed nothing
     changed = git(["diff", "--name-only", "HEAD~1", "HEAD"], tmp_path).split()
     assert set(changed) <= {"dvc.lock", "params.yaml"} | {
-        f"reports/lm/kn3/{f}" for f in ("train.json", "eval.json", "eval_detail.json")
+        f"reports/lm/kn3/{f}"
+        for f in ("train.json", "eval.json", "eval_detail.json", "items.json.gz")
     }
     assert git(["status", "--porcelain", "--untracked-files=no"], tmp_path) == ""
     assert "**promoted**" in _retrain_artifact()
