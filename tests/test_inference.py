@@ -8,7 +8,7 @@ import random
 
 import numpy as np
 import pytest
-from pythonbible import Book, Version, get_verse_id, get_verse_text
+from planted import psalms
 from sacrebleu.metrics import BLEU, CHRF
 from sacrebleu.significance import _paired_bs_test, estimate_ci
 from scipy import stats as sps
@@ -38,12 +38,7 @@ def _systems():
     """Real Psalms: KJV sources, ASV references; system A outputs the reference
     for two verses in three and the source otherwise, system B copies the source
     with one word in four dropped."""
-    srcs, refs = [], []
-    for chapter, verses in ((18, 50), (119, 80)):
-        for verse in range(1, verses + 1):
-            vid = get_verse_id(Book.PSALMS, chapter, verse)
-            srcs.append(get_verse_text(vid, version=Version.KING_JAMES))
-            refs.append(get_verse_text(vid, version=Version.AMERICAN_STANDARD))
+    srcs, refs = (list(x) for x in psalms())
     rng = random.Random(0)
     a = [r if i % 3 else s for i, (s, r) in enumerate(zip(srcs, refs, strict=True))]
     b = [" ".join(w for w in s.split() if rng.random() > 0.25) for s in srcs]

@@ -365,6 +365,27 @@ def _oriented(better: Better, d: float, lo: float, hi: float):
     return (d, lo, hi) if better == "higher" else (-d, -hi, -lo)
 
 
+def _result(kind: Kind, metric: Metric, a, b, d, interval, n, rule, decided, **kw):
+    """A Test from its parts (``decided``: verdict and needs; ``interval``: low,
+    high; ``kw``: level, n_other, margin where they differ from the default)."""
+    return Test(
+        kind=kind,
+        metric=metric.name,
+        better=metric.better,
+        a=a,
+        b=b,
+        diff=d,
+        low=interval[0],
+        high=interval[1],
+        level=kw.pop("level", rule.confidence),
+        n=n,
+        resamples=rule.resamples,
+        verdict=decided[0],
+        needs=decided[1],
+        **kw,
+    )
+
+
 def compare(a: Side, b: Side, metric: Metric, rule: Rule) -> Test:
     """Is ``a`` better than ``b`` on ``metric`` (paired over the same items)?"""
     if a.items != b.items:
@@ -375,25 +396,12 @@ def compare(a: Side, b: Side, metric: Metric, rule: Rule) -> Test:
     draws = _draw(a.items, rule)
     ra = _replicates(a, metric, draws.items, draws.rng)
     rb = _replicates(b, metric, draws.items, draws.rng)
-    diff = ra - rb
-    lo, hi = _interval(diff, rule.confidence)
+    lo, hi = _interval(ra - rb, rule.confidence)
     d = a.score(metric) - b.score(metric)
-    verdict, needs = _decide(_oriented(metric.better, d, lo, hi), a.items, rule)
-    return Test(
-        kind="difference",
-        metric=metric.name,
-        better=metric.better,
-        a=_estimate(a, metric, ra, rule.confidence),
-        b=_estimate(b, metric, rb, rule.confidence),
-        diff=d,
-        low=lo,
-        high=hi,
-        level=rule.confidence,
-        n=a.items,
-        resamples=rule.resamples,
-        verdict=verdict,
-        needs=needs,
-    )
+    decided = _decide(_oriented(metric.better, d, lo, hi), a.items, rule)
+    ea = _estimate(a, metric, ra, rule.confidence)
+    eb = _estimate(b, metric, rb, rule.confidence)
+    return _result("difference", metric, ea, eb, d, (lo, hi), a.items, rule, decided)
 
 
 def threshold(a: Side, metric: Metric, value: float, rule: Rule) -> Test:
@@ -403,25 +411,12 @@ def threshold(a: Side, metric: Metric, value: float, rule: Rule) -> Test:
     ra = _replicates(a, metric, draws.items, draws.rng)
     lo, hi = _interval(ra - value, rule.confidence)
     d = a.score(metric) - value
-    verdict, needs = _decide(_oriented(metric.better, d, lo, hi), a.items, rule)
+    decided = _decide(_oriented(metric.better, d, lo, hi), a.items, rule)
+    ea = _estimate(a, metric, ra, rule.confidence)
     fixed = Estimate(
         name="threshold", score=value, low=value, high=value, seeds=0, runs=0
     )
-    return Test(
-        kind="threshold",
-        metric=metric.name,
-        better=metric.better,
-        a=_estimate(a, metric, ra, rule.confidence),
-        b=fixed,
-        diff=d,
-        low=lo,
-        high=hi,
-        level=rule.confidence,
-        n=a.items,
-        resamples=rule.resamples,
-        verdict=verdict,
-        needs=needs,
-    )
+    return _result("threshold", metric, ea, fixed, d, (lo, hi), a.items, rule, decided)
 
 
 def groups(a: Side, first: Sequence[bool], metric: Metric, rule: Rule) -> Test:
@@ -455,22 +450,11 @@ def groups(a: Side, first: Sequence[bool], metric: Metric, rule: Rule) -> Test:
         s2.score(metric) if len(g2) else math.nan
     )
     small = min(len(g1), len(g2))
-    verdict, needs = _decide(_oriented(metric.better, d, lo, hi), small, rule)
-    return Test(
-        kind="groups",
-        metric=metric.name,
-        better=metric.better,
-        a=_estimate(s1, metric, r1, rule.confidence),
-        b=_estimate(s2, metric, r2, rule.confidence),
-        diff=d,
-        low=lo,
-        high=hi,
-        level=rule.confidence,
-        n=len(g1),
-        n_other=len(g2),
-        resamples=rule.resamples,
-        verdict=verdict,
-        needs=needs,
+    decided = _decide(_oriented(metric.better, d, lo, hi), small, rule)
+    e1 = _estimate(s1, metric, r1, rule.confidence)
+    e2 = _estimate(s2, metric, r2, rule.confidence)
+    return _result(
+        "groups", metric, e1, e2, d, (lo, hi), len(g1), rule, decided, n_other=len(g2)
     )
 
 
@@ -497,21 +481,20 @@ def equivalent(a: Side, b: Side, metric: Metric, rule: Rule, margin: float) -> T
     else:
         verdict = INCONCLUSIVE
         needs = _needs(a.items, (hi - lo) / 2, abs(margin - abs(d)), rule)
-    return Test(
-        kind="equivalence",
-        metric=metric.name,
-        better=metric.better,
-        a=_estimate(a, metric, ra, level),
-        b=_estimate(b, metric, rb, level),
-        diff=d,
-        low=lo,
-        high=hi,
+    ea, eb = _estimate(a, metric, ra, level), _estimate(b, metric, rb, level)
+    decided = (verdict, needs)
+    return _result(
+        "equivalence",
+        metric,
+        ea,
+        eb,
+        d,
+        (lo, hi),
+        a.items,
+        rule,
+        decided,
         level=level,
-        n=a.items,
         margin=margin,
-        resamples=rule.resamples,
-        verdict=verdict,
-        needs=needs,
     )
 
 
