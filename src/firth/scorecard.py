@@ -213,9 +213,10 @@ def sections(card: Scorecard, *, budget_note: str, nli: bool) -> list[Section]:
     """The Scorecard section (the rule, the findings' table and figure) and the
     partial-input section."""
     rows = [row for f in card.findings for row in finding_rows(f)]
-    notes = [f"*{f.key}*: {f.note}" for f in card.findings if f.note]
+    notes = [f"{f.key}: {f.note}" for f in card.findings if f.note]
     intro = (
-        f"{card.tally} {budget_note}\n\n**The rule.** {card.rule['text']}\n\n"
+        f"{card.tally} {budget_note}\n\nThe rule. {card.rule['text']}\n\n"
+        + "Notes. "
         + " ".join(notes)
     )
     sec = Section("Scorecard", intro, lead_figures=True)
