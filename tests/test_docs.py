@@ -58,3 +58,25 @@ def test_the_verdict_rule_is_stated_once_as_the_code_states_it():
     )
     text = (DOCS / "evaluation.md").read_text(encoding="utf-8")
     assert "> " + rule_text(rule) in text
+
+
+def test_the_readme_findings_table_is_the_scorecards():
+    """README's findings table is `firth scorecard --markdown --repo profiles/full
+    --beside .` (columns named full, default) on the committed files, verbatim."""
+    from typer.testing import CliRunner
+
+    from firth.cli import app
+
+    res = CliRunner().invoke(
+        app,
+        [
+            "scorecard",
+            "--markdown",
+            "--repo",
+            str(ROOT / "profiles" / "full"),
+            "--beside",
+            str(ROOT),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert res.output.strip() in README.read_text(encoding="utf-8")

@@ -240,3 +240,15 @@ def test_combine_and_rule_text():
 def test_mismatched_items_are_refused():
     with pytest.raises(ValueError, match="same items"):
         compare(side("a", [np.ones((5, 2))]), side("b", [np.ones((6, 2))]), ACC, Rule())
+
+
+def test_a_metric_undefined_in_many_replicates_is_inconclusive():
+    """2 hits in 400 questions: about 13% of the draws have none, the kept share
+    (a 0/0 there) is undefined, and the test does not decide on the rest."""
+    hits = np.zeros(400)
+    hits[:2] = 1
+    stats = np.stack([hits, hits], 1)  # without exclusion keeps every hit
+    kept = ratio("kept", "lower", 1, 0)
+    t = threshold(side("sgns", [stats]), kept, 0.5, Rule(resamples=400))
+    assert t.verdict == INCONCLUSIVE
+    assert t.interval() == "+0.50 [interval undefined]"

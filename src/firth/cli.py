@@ -207,6 +207,10 @@ def scorecard_cmd(
         Path | None,
         typer.Option(help="With --markdown: another profile's project, in 2 columns."),
     ] = None,
+    names: Annotated[
+        str,
+        typer.Option(help="With --markdown: the two profiles' column names."),
+    ] = "full,default",
 ) -> None:
     """Every known finding and partial-input baseline tested again from the
     committed files alone (reports/*/*/items.json.gz, eval.json, the taggers'
@@ -222,8 +226,8 @@ def scorecard_cmd(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     if markdown:
-        names = (str(repo), str(beside) if beside is not None else "")
-        typer.echo(table(card, other, names))
+        first, _, second = names.partition(",")
+        typer.echo(table(card, other, (first, second)))
     else:
         for line in lines(card):
             typer.echo(line)

@@ -261,8 +261,11 @@ class Test(Record):
     needs: int | None = None
 
     def interval(self, digits: int = 2, scale: float = 1.0) -> str:
-        """'+1.23 [0.45, 2.01]' in the metric's units times ``scale``."""
+        """'+1.23 [0.45, 2.01]' in the metric's units times ``scale`` ('[interval
+        undefined]' where too many replicates were)."""
         d, lo, hi = (scale * x for x in (self.diff, self.low, self.high))
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            return f"{d:+.{digits}f} [interval undefined]"
         return f"{d:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}]"
 
     def sentence(self, digits: int = 2, scale: float = 1.0) -> str:
@@ -315,10 +318,17 @@ def _replicates(
     return per_seed[drawn, np.arange(r)[:, None]].mean(1)
 
 
+UNDEFINED_SHARE = 0.05  # replicates whose metric is undefined (0/0) allowed
+
+
 def _interval(x: np.ndarray, level: float) -> tuple[float, float]:
+    """The percentile interval of the replicates; undefined (NaN) when more than
+    UNDEFINED_SHARE of them are (a ratio whose denominator some draws leave at 0,
+    e.g. an accuracy of 2 hits in 795 questions), so that the test is
+    inconclusive rather than decided on the draws that happen to be defined."""
     a = (1 - level) / 2
     finite = x[np.isfinite(x)]
-    if not len(finite):
+    if not len(finite) or len(finite) < (1 - UNDEFINED_SHARE) * len(x):
         return math.nan, math.nan
     lo, hi = np.quantile(finite, [a, 1 - a])
     return float(lo), float(hi)
