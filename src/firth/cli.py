@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Annotated
@@ -180,6 +181,12 @@ def compare(
         raise typer.Exit(1)
 
 
+def _as_json(record) -> str:
+    """``record`` as the JSON it is saved as: an undefined interval (NaN) equals
+    itself here, as it does not in a Python comparison."""
+    return json.dumps(record.model_dump(mode="json", by_alias=True), sort_keys=True)
+
+
 @app.command("scorecard")
 def scorecard_cmd(
     repo: Annotated[
@@ -239,11 +246,11 @@ def scorecard_cmd(
     except (FirthError, OSError) as exc:
         typer.echo(f"error: {path}: {exc}", err=True)
         raise typer.Exit(2) from None
-    if committed.model_dump() != card.model_dump():
+    if _as_json(committed) != _as_json(card):
         diff = [
             f.key
             for f, g in zip(card.findings, committed.findings, strict=False)
-            if f.model_dump() != g.model_dump()
+            if _as_json(f) != _as_json(g)
         ]
         typer.echo(
             f"{path} differs from the recomputed scorecard"
