@@ -9,6 +9,7 @@ tests/test_scorecard.py checks the committed scorecards against it)."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import matplotlib
@@ -116,8 +117,13 @@ def _brief(f: Finding) -> str:
     t = deciding(f)
     d = _digits(t)
     if t.kind == "threshold":
+        span = (
+            f"[{t.a.low:.{d}f}, {t.a.high:.{d}f}]"
+            if math.isfinite(t.a.low) and math.isfinite(t.a.high)
+            else "[interval undefined]"
+        )
         return (
-            f"{t.metric} {t.a.score:.{d}f} [{t.a.low:.{d}f}, {t.a.high:.{d}f}] "
+            f"{t.metric} {t.a.score:.{d}f} {span} "
             f"against {t.b.score:g} ({t.n:,} items, {t.a.seeds} seed(s))"
         )
     if t.kind == "groups":
