@@ -29,9 +29,14 @@ run: $(STAMP)
 # resumes where it stopped: finished stages are cached, a killed training stage
 # restarts from its last checkpoint. Each stage's wall time is kept in
 # benchmarks/results/full_stage_seconds.json (benchmarks/stage_seconds.py).
+# A run killed outright (SIGKILL: nothing merged) leaves its timed lines in
+# profiles/full/.dvc/tmp/stage_seconds.log; merge them once with
+# `python benchmarks/stage_seconds.py benchmarks/results/full_stage_seconds.json
+# --from-log profiles/full/.dvc/tmp/stage_seconds.log`, then delete the log.
 run-full: $(STAMP)
 	cd profiles/full && $(CURDIR)/$(BIN)/python ../../benchmarks/stage_seconds.py \
-	  ../../benchmarks/results/full_stage_seconds.json -- $(CURDIR)/$(BIN)/dvc repro
+	  ../../benchmarks/results/full_stage_seconds.json --log .dvc/tmp/stage_seconds.log \
+	  -- $(CURDIR)/$(BIN)/dvc repro
 	@echo
 	@echo "Report: $(CURDIR)/profiles/full/reports/index.html"
 
