@@ -26,6 +26,10 @@ def test_firth_compare_shows_default_against_full(tmp_path):
         ],
     )
     assert result.exit_code == 0, result.output
+    # the profiles score different LM and NMT test sets: the command says so
+    for task in ("reports/lm", "reports/nmt"):
+        assert f"warning: {task}: " in result.output, result.output
+        assert "scored different test splits" in result.output
     rows = json.loads(out.read_text())["metrics"]
     budget = {
         r["key"]: r for r in rows if r["path"] == "reports/data/subsample_text.json"
