@@ -2,12 +2,15 @@
 `make run` there (creating .venv included), then a second `dvc repro` (it must run
 no stage), then `make test` in another fresh clone, as CI runs it.
 
-Writes benchmarks/results/front_door.json: seconds per DVC stage (from the moment
-DVC starts it to the moment the next one starts or the command ends), the set-up
-time before the first stage, each command's total, its peak RSS (the largest
-process of the command's tree, from wait4), the share of CPU time the hypervisor
-took meanwhile (steal), a fixed speed probe before and after (this machine's
-speed changes between hours), and the test summary with the slowest tests. Usage
+Writes benchmarks/results/front_door.json: seconds per DVC stage (`make run` runs
+the Prefect flow, stages at once: each stage's start, end and threads from the
+flow's .dvc/tmp/firth-flow/run.json; a serial `dvc repro`: from the moment DVC
+starts a stage to the moment the next one starts or the command ends), the set-up
+time before the first stage (before the flow starts), each command's total, its
+peak RSS (the largest process of the command's tree, from wait4), the share of CPU
+time the hypervisor took meanwhile (steal), a fixed speed probe before and after
+(this machine's speed changes between hours), and the test summary with the
+slowest tests. Usage
 (about 50 minutes on 2 cores; nothing else should run meanwhile):
 
     python benchmarks/front_door.py                 # both commands
@@ -38,6 +41,8 @@ from common import (  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 STAGE = re.compile(r"Running stage '([^']+)'")
+FLOW = re.compile(r"\d+ stages, up to \d+ at once")  # flows/pipeline.py's first line
+FLOW_RECORD = Path(".dvc/tmp/firth-flow/run.json")
 SUMMARY = re.compile(r"^=*\s*(\d+ (passed|failed).*?)\s*=*$")
 
 
@@ -55,6 +60,22 @@ def stage_spans(starts: list[tuple[str, float]], total: float) -> list[dict]:
     ]
 
 
+def flow_spans(record: dict, offset: float) -> list[dict]:
+    """Each stage's seconds, start (from the command's start: the flow began at
+    ``offset``) and threads, from the flow's run.json, in order of start."""
+    times = sorted(record["stages"].items(), key=lambda kv: kv[1]["start"])
+    return [
+        {
+            "stage": name,
+            "seconds": round(t["end"] - t["start"], 2),
+            "start": round(offset + t["start"], 2),
+            "threads": t["threads"],
+        }
+        for name, t in times
+        if "end" in t
+    ]
+
+
 def timed(cmd: list[str], cwd: Path, log: Path, env: dict) -> dict:
     """Run ``cmd``, stream its output to ``log`` with the time of each line, and
     return the total seconds, the start time of each DVC stage, and the peak RSS,
@@ -63,6 +84,7 @@ def timed(cmd: list[str], cwd: Path, log: Path, env: dict) -> dict:
     start = time.monotonic()
     ticks = cpu_ticks()
     starts: list[tuple[str, float]] = []
+    flow_start: float | None = None  # make run through the Prefect flow
     lines = []
     with log.open("w") as sink:
         proc = subprocess.Popen(
@@ -83,16 +105,23 @@ def timed(cmd: list[str], cwd: Path, log: Path, env: dict) -> dict:
             match = STAGE.search(line)
             if match:
                 starts.append((match.group(1), now))
+            if flow_start is None and FLOW.search(line):
+                flow_start = now
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)
     total = time.monotonic() - start
     ticks_after = cpu_ticks()
     stages = stage_spans(starts, total)
+    setup = starts[0][1] if starts else None
+    record = cwd / FLOW_RECORD
+    if flow_start is not None and record.exists():  # stages ran concurrently
+        flow = json.loads(record.read_text())
+        stages, setup = flow_spans(flow, flow_start), flow_start
     return {
         "command": " ".join(cmd),
         "exit_code": proc.returncode,
         "seconds": round(total, 1),
-        "setup_seconds": round(starts[0][1], 1) if starts else None,
+        "setup_seconds": round(setup, 1) if setup is not None else None,
         "stages": stages,
         "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),  # KiB on Linux
         # a shared virtual machine's slow hours show here (the share of CPU time
