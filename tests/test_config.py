@@ -129,3 +129,24 @@ def test_every_task_section_has_its_schema_in_the_cli():
     from firth.config import DOMAIN_SECTIONS, SECTIONS
 
     assert set(SCHEMAS) == set(SECTIONS) | set(DOMAIN_SECTIONS)
+
+
+def test_the_transformer_may_keep_its_own_schedule():
+    """nmt.transformer.lr / warmup replace nmt.common's for transformer runs only;
+    unset, every run trains with nmt.common's."""
+    from firth.config import load_sections
+    from firth.nmt.config import Nmt, schedule
+
+    cfg, _ = load_sections("nmt", ROOT / "params.yaml", schema=Nmt)
+
+    def with_own(**own):
+        t = cfg.transformer.model_copy(update={"lr": None, "warmup": None, **own})
+        return cfg.model_copy(update={"transformer": t})
+
+    unset = with_own()
+    assert schedule(unset, "transformer") == cfg.common == schedule(unset, "none")
+    lr_only = with_own(lr=1e-3)
+    assert schedule(lr_only, "transformer").lr == 1e-3
+    assert schedule(lr_only, "transformer").warmup == cfg.common.warmup
+    assert schedule(with_own(lr=1e-3, warmup=0.1), "transformer").warmup == 0.1
+    assert schedule(lr_only, "bahdanau") == cfg.common

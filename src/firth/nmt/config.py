@@ -44,6 +44,9 @@ class NmtTransformer(ParamSection):
     layers: int = Field(ge=1)
     heads: int = Field(ge=1)
     ff: int = Field(ge=1)
+    # its own schedule, chosen on validation (None: nmt.common's lr / warmup)
+    lr: float | None = Field(default=None, gt=0)
+    warmup: float | None = Field(default=None, ge=0, lt=1)
 
 
 class NmtRun(ParamSection):
@@ -103,3 +106,13 @@ class EvaluateNmt(ParamSection):
         if not b or any(y <= x for x, y in zip(b, b[1:], strict=False)) or b[0] < 1:
             raise ValueError("buckets must be positive, strictly increasing edges")
         return self
+
+
+def schedule(cfg: Nmt, model: str) -> NmtCommon:
+    """The ``common`` settings a run of ``model`` trains with: for the
+    transformer, its own ``lr`` and ``warmup`` where the transformer section sets
+    them."""
+    if model != "transformer":
+        return cfg.common
+    own = {"lr": cfg.transformer.lr, "warmup": cfg.transformer.warmup}
+    return cfg.common.model_copy(update={k: v for k, v in own.items() if v is not None})

@@ -19,7 +19,7 @@ from firth.checkpoint import Checkpoint, run_key
 from firth.distributed import Group
 from firth.errors import ConfigError, DataError
 from firth.io import sha256_file
-from firth.nmt.config import EvaluateNmt, Nmt, NmtRun
+from firth.nmt.config import EvaluateNmt, Nmt, NmtRun, schedule
 from firth.nmt.data import (
     Pairs,
     decode,
@@ -129,7 +129,7 @@ class NmtTraining:
     def fit(self, accel: Accel, group: Group) -> StageOutput | None:
         """The model trained as one rank of ``group`` (None on ranks other than 0,
         which write nothing); clear ``checkpoint`` once it is written."""
-        run, c, tok = self.run, self.cfg.common, self.tok
+        run, c, tok = self.run, schedule(self.cfg, self.run.model), self.tok
         tr, va = self.train_set, self.valid_set
         torch.manual_seed(run.seed)
         model = build_model(
