@@ -52,6 +52,7 @@ def cfg(**kw):
         dropout=0.0,
         word_dropout=0.5,
         batch=2,
+        bucket=2,
         lr=0.01,
         clip=5.0,
         epochs=4,
@@ -104,6 +105,81 @@ def test_character_features_do_not_depend_on_padding(kind):
     for i, w in enumerate(words):
         alone = mod(torch.tensor([w]))
         assert torch.allclose(together[i], alone[0], atol=1e-6)
+
+
+def test_char_cnn_groups_words_by_length_to_the_same_features():
+    """Words of 1 to 70 characters (a URL pads a whole tweet's words) convolved in
+    length groups give the features of one convolution over the padded batch,
+    written out (embedding, convolution, masked max), gradients included."""
+    torch.manual_seed(0)
+    mod = CharCNN(30, 5, 6, 3)
+    gen = torch.Generator().manual_seed(1)
+    lengths = [1, 3, 8, 9, 16, 17, 33, 70, 4, 2]
+    chars = torch.zeros(len(lengths), 70, dtype=torch.long)
+    for i, n in enumerate(lengths):
+        chars[i, :n] = torch.randint(1, 30, (n,), generator=gen)
+    grouped = mod(chars)
+    x = mod.conv(mod.emb(chars).transpose(1, 2))[:, :, :70]
+    whole = x.masked_fill((chars == 0).unsqueeze(1), float("-inf")).max(2).values
+    assert torch.allclose(grouped, whole, atol=1e-6)
+    (g1,) = torch.autograd.grad(grouped.sum(), mod.conv.weight)
+    (g2,) = torch.autograd.grad(whole.sum(), mod.conv.weight)
+    assert torch.allclose(g1, g2, atol=1e-5)
+
+
+def test_make_batch_pads_words_tags_and_characters():
+    v = Vocab.build(SENTS)
+    enc = encode(v, SENTS)
+    idx = [2, 0, 3]
+    dropped = [[UNK] * len(enc.words[i]) for i in idx]
+    for words in (None, dropped):
+        b = make_batch(enc, idx, words)
+        n = max(len(enc.words[i]) for i in idx)
+        m = max(len(c) for i in idx for c in enc.chars[i])
+        assert b.words.shape == b.tags.shape == b.mask.shape == (3, n)
+        assert b.chars.shape == (3, n, m)
+        for r, i in enumerate(idx):
+            k = len(enc.words[i])
+            want = enc.words[i] if words is None else words[r]
+            assert b.words[r].tolist() == want + [0] * (n - k)
+            assert b.tags[r].tolist() == enc.tags[i] + [-1] * (n - k)
+            assert b.mask[r].tolist() == [True] * k + [False] * (n - k)
+            for j in range(n):
+                cs = enc.chars[i][j] if j < k else []
+                assert b.chars[r, j].tolist() == cs + [0] * (m - len(cs))
+
+
+@pytest.mark.parametrize("bucket", [0, 2])
+def test_epoch_batches_cover_every_sentence_once_bucketed_by_length(bucket):
+    from firth.tagging.train import TaggerTask
+
+    rng = random.Random(5)
+    lengths = [rng.randint(1, 30) for _ in range(37)]
+    sents = [(["w"] * n, ["O"] * n) for n in lengths]
+    v = Vocab.build(sents)
+    enc = encode(v, sents)
+    c = cfg(batch=3, bucket=bucket, word_dropout=0.0)
+    task = TaggerTask(None, enc, enc, sents, v, c, seed=13, accel=None,
+                      singletons=set(), bio=False)  # fmt: skip
+    for epoch in (0, 1):
+        batches = [idx for idx, _ in task.epoch_batches(epoch)]
+        assert sorted(i for b in batches for i in b) == list(range(37))
+        assert [i for b in task.epoch_batches(epoch) for i in b[0]] == [
+            i for b in batches for i in b
+        ]  # the same (seed, epoch), the same batches
+        order = random.Random(13 * 1_000_003 + epoch).sample(range(37), 37)
+        if bucket == 0:  # plain shuffled slices, as before bucketing
+            assert batches == [order[j : j + 3] for j in range(0, 37, 3)]
+        else:  # each pool of 6 sentences sorted by length, then batches shuffled
+            pools = [
+                sorted(order[j : j + 6], key=lambda i: len(sents[i][0]))
+                for j in range(0, 37, 6)
+            ]
+            want = [p[j : j + 3] for p in pools for j in range(0, len(p), 3)]
+            assert sorted(map(tuple, batches)) == sorted(map(tuple, want))
+    assert [b for b, _ in task.epoch_batches(0)] != [
+        b for b, _ in task.epoch_batches(1)
+    ]
 
 
 def test_char_lstm_is_the_final_states_of_a_plain_bilstm():

@@ -22,6 +22,7 @@ class TaggerCommon(ParamSection):
     dropout: float = Field(ge=0, lt=1)
     word_dropout: float = Field(ge=0, le=1)
     batch: int = Field(ge=1)
+    bucket: int = Field(ge=0)
     lr: float = Field(gt=0)
     clip: float = Field(ge=0)
     epochs: int = Field(ge=1)

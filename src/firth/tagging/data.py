@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+from torch.nn.utils.rnn import pad_sequence
 
 from firth.accel import mover
 from firth.errors import DataError
@@ -77,6 +78,19 @@ class Encoded:
     words: list[list[int]]
     chars: list[list[list[int]]]
     tags: list[list[int]]  # -1 where the tag is unknown to the vocabulary
+    # each sentence's (tokens, longest word) character ids as a tensor, made once
+    _char_rows: dict[int, torch.Tensor] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+
+    def char_rows(self, i: int) -> torch.Tensor:
+        if i not in self._char_rows:
+            cs = self.chars[i]
+            row = torch.zeros(len(cs), max(len(c) for c in cs), dtype=torch.long)
+            for j, c in enumerate(cs):
+                row[j, : len(c)] = torch.tensor(c, dtype=torch.long)
+            self._char_rows[i] = row
+        return self._char_rows[i]
 
 
 def encode(vocab: Vocab, sents: list[Sentence]) -> Encoded:
@@ -106,18 +120,16 @@ def make_batch(data: Encoded, idx: list[int], words: list[list[int]] | None = No
     """Pad the sentences ``idx`` of ``data`` (``words`` overrides their word ids, for
     word dropout)."""
     words = words if words is not None else [data.words[i] for i in idx]
+    rows = [data.char_rows(i) for i in idx]
     n = max(len(w) for w in words)
-    m = max(len(c) for i in idx for c in data.chars[i])
-    b = len(idx)
-    w = torch.zeros(b, n, dtype=torch.long)
-    c = torch.zeros(b, n, m, dtype=torch.long)
-    t = torch.full((b, n), -1, dtype=torch.long)
-    for r, i in enumerate(idx):
-        k = len(words[r])
-        w[r, :k] = torch.tensor(words[r])
-        t[r, :k] = torch.tensor(data.tags[i])
-        for j, cs in enumerate(data.chars[i]):
-            c[r, j, : len(cs)] = torch.tensor(cs)
+    m = max(r.shape[1] for r in rows)
+    w = pad_sequence([torch.tensor(x) for x in words], batch_first=True)
+    t = pad_sequence(
+        [torch.tensor(data.tags[i]) for i in idx], batch_first=True, padding_value=-1
+    )
+    c = torch.zeros(len(idx), n, m, dtype=torch.long)
+    for r, row in enumerate(rows):
+        c[r, : row.shape[0], : row.shape[1]] = row
     return Batch(w, c, t, w != PAD)
 
 

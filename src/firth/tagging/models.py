@@ -25,6 +25,7 @@ from firth.tagging.crf import CRF, bio_constraints
 from firth.tagging.data import PAD, Batch
 
 HEADS = ("softmax", "crf", "crf-constrained")
+GROUP_EDGES = (8, 16, 32)  # the char-CNN's word-length groups (characters)
 
 
 class CharCNN(nn.Module):
@@ -35,7 +36,29 @@ class CharCNN(nn.Module):
         self.out_dim = filters
 
     def forward(self, chars: torch.Tensor) -> torch.Tensor:
-        """chars (N, L) -> (N, filters); padding positions never win the max."""
+        """chars (N, L) -> (N, filters); padding positions never win the max.
+
+        Words are convolved in groups of similar length (up to 8, 16, 32 characters
+        and the rest), each group cut to its longest word. The padding is zeros
+        either way (the padding row of the embedding and the convolution's own), so
+        the features are the same; the work is not, where one long token (a URL in
+        a tweet) would pad every word of the batch to its length."""
+        lengths = (chars != PAD).sum(1).clamp(min=1)
+        parts, order = [], []
+        lo = 0
+        for hi in (*GROUP_EDGES, chars.shape[1]):
+            if hi <= lo:
+                continue
+            rows = ((lengths > lo) & (lengths <= hi)).nonzero().squeeze(1)
+            lo = hi
+            if rows.numel():
+                width = int(lengths[rows].max())
+                parts.append(self._features(chars[rows, :width]))
+                order.append(rows)
+        out = torch.cat(parts)
+        return out[torch.argsort(torch.cat(order))]
+
+    def _features(self, chars: torch.Tensor) -> torch.Tensor:
         x = self.conv(self.emb(chars).transpose(1, 2))  # (N, F, L')
         x = x[:, :, : chars.shape[1]]
         x = x.masked_fill((chars == PAD).unsqueeze(1), float("-inf"))

@@ -61,13 +61,24 @@ class TaggerTask(Task):
 
     def epoch_batches(self, epoch: int) -> list[tuple[list[int], list[list[int]]]]:
         """The epoch's sentence batches, each with its words after word dropout
-        (order and dropout draws from (seed, epoch))."""
+        (order, pools and dropout draws from (seed, epoch)). With ``bucket`` > 0
+        the shuffled sentences are cut into pools of ``bucket`` batches, each pool
+        sorted by length and cut into batches, and the batches shuffled: batches
+        of similar lengths pad little, and every epoch still mixes them anew."""
         rng = random.Random(self.seed * 1_000_003 + epoch)
         n, size = len(self.train_data.words), self.cfg.batch
         order = rng.sample(range(n), n)
+        batches = []
+        pool = size * self.cfg.bucket if self.cfg.bucket else n
+        for lo in range(0, n, pool):
+            chunk = order[lo : lo + pool]
+            if self.cfg.bucket:
+                chunk.sort(key=lambda i: len(self.train_data.words[i]))
+            batches += [chunk[j : j + size] for j in range(0, len(chunk), size)]
+        if self.cfg.bucket:
+            rng.shuffle(batches)
         out = []
-        for start in range(0, n, size):
-            idx = order[start : start + size]
+        for idx in batches:
             words = [
                 [
                     UNK
