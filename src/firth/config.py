@@ -312,6 +312,8 @@ class LmTransformer(ParamSection):
 class LmRun(ParamSection):
     family: Literal["kn", "ffnn", "elman", "lstm", "gru", "transformer"]
     seed: int
+    # planned passes over the training text for this run (None: lm.common.epochs)
+    epochs: float | None = Field(default=None, gt=0)
 
 
 class Lm(ParamSection):

@@ -55,6 +55,9 @@ class LmTraining:
         self.run = select(cfg, name)
         self.family = self.run.family
         c = cfg.common
+        if self.run.epochs is not None:  # the run's own budget
+            c = c.model_copy(update={"epochs": self.run.epochs})
+        self.common = c
         text = root / "data" / "subsampled" / "text"
         self.train_lines = read_lines(text / "train.txt")
         self.valid_lines = read_lines(text / "valid.txt")
@@ -130,7 +133,7 @@ class LmTraining:
     def neural(self, accel: Accel, group: Group) -> StageOutput | None:
         """The neural model trained as one rank of ``group`` (None on ranks other
         than 0, which write nothing); clear ``checkpoint`` once it is written."""
-        c, vocab, seed = self.cfg.common, self.vocab, self.run.seed
+        c, vocab, seed = self.common, self.vocab, self.run.seed
         train_stream = encode_stream(vocab, self.train_lines)
         valid_stream = encode_stream(vocab, self.valid_lines)
         torch.manual_seed(seed)
