@@ -34,8 +34,9 @@ def test_firth_compare_shows_default_against_full(tmp_path):
     budget = {
         r["key"]: r for r in rows if r["path"] == "reports/data/subsample_text.json"
     }
-    # the default trains on a subsample, the full profile on everything (0)
-    assert budget["train.budget"]["old"] > 0 and budget["train.budget"]["new"] == 0
+    # both train on all the text (0); the default tests on a subsample of it
+    assert budget["train.budget"]["old"] == budget["train.budget"]["new"] == 0
+    assert budget["test.budget"]["old"] > 0 and budget["test.budget"]["new"] == 0
     ppl = {
         r["path"]: r
         for r in rows
@@ -70,5 +71,15 @@ def test_the_full_profile_keeps_the_canon_budgets():
     }
     assert default["tagger"]["heads"] == full["tagger"]["heads"]
     assert default["tagger"]["data"] == full["tagger"]["data"]
-    assert all(len(s) >= 2 for s in default["embeddings"]["seeds"].values())
+    # two seeds wherever a finding compares the model
+    assert len(default["embeddings"]["seeds"]["sgns"]) >= 2
+    assert len(default["embeddings"]["seeds"]["ppmi-svd"]) >= 2
     assert len(default["tagger"]["seeds"]) >= 2
+    runs = default["nmt"]["runs"].values()
+    for model, pointer in (("bahdanau", False), ("none", False), ("target-lm", False),
+                           ("bahdanau", True)):  # fmt: skip
+        seeds = {r["seed"] for r in runs if (r["model"], r.get("pointer", False))
+                 == (model, pointer)}  # fmt: skip
+        assert len(seeds) >= 2, (model, pointer)
+    lstm = {r["seed"] for r in default["lm"]["runs"].values() if r["family"] == "lstm"}
+    assert len(lstm) >= 2
