@@ -105,6 +105,31 @@ def test_every_conditional_sums_to_one(lee, order):
     assert lm.conditional([BOS] * (order - 1)).sum() == pytest.approx(1.0, abs=1e-12)
 
 
+@pytest.mark.parametrize("order", [2, 3, 5])
+def test_conditional_is_log_probs_of_every_window(lee, order):
+    """The one-context path (binary search in sorted tables) gives exactly what
+    scoring every (context, word) window through log_probs gives."""
+    lm = build(lee, order=order)
+    rng = np.random.default_rng(7 + order)
+    words = np.array([i for i in range(len(lm.vocab)) if i != 1])
+    sents = [s for s in lee if len(s) >= order]
+    for t in range(20):
+        if t % 2:  # a context seen in training, so every order contributes
+            s = sents[int(rng.integers(len(sents)))]
+            j = int(rng.integers(0, len(s) - order + 2))
+            ctx = s[j : j + order - 1]
+        else:
+            ctx = [lm.vocab[i] for i in rng.integers(0, len(lm.vocab), size=order - 1)]
+        idx = lm.index()
+        ids = [idx.get(w, 0) for w in ctx][-(order - 1) :] if order > 1 else []
+        windows = np.column_stack(
+            [np.repeat(np.array([ids], dtype=np.int64), len(words), 0), words]
+        )
+        np.testing.assert_allclose(
+            lm.conditional(ctx), np.exp(lm.log_probs(windows)), rtol=1e-12
+        )
+
+
 def test_discounts_follow_chen_goodman():
     counts = np.array([1] * 10 + [2] * 5 + [3] * 3 + [4] * 2 + [9])
     d1, d2, d3 = estimate_discounts(counts)

@@ -52,3 +52,25 @@ def test_a_changed_item_file_is_caught(tmp_path):
     res = CliRunner().invoke(app, ["scorecard", "--repo", str(project), "--check"])
     assert res.exit_code == 1, res.output
     assert "lstm-kn" in res.output
+
+
+def test_a_run_removed_from_params_is_not_evidence(tmp_path):
+    """A run folder left behind after its run left params.yaml (its stage gone
+    from dvc.yaml, its files still committed) neither joins a system's seeds nor
+    breaks a finding: the committed scorecard still checks."""
+    project = tmp_path / "p"
+    project.mkdir()
+    shutil.copy(ROOT / "params.yaml", project / "params.yaml")
+    shutil.copytree(ROOT / "reports", project / "reports")
+    nmt = project / "reports" / "nmt"
+    # a stale second seed of the pointer whose test split differs
+    shutil.copytree(nmt / "pointer", nmt / "pointer-seed99")
+    ev = json.loads((nmt / "pointer-seed99" / "eval.json").read_text())
+    ev["seed"] = 99
+    (nmt / "pointer-seed99" / "eval.json").write_text(json.dumps(ev))
+    path = nmt / "pointer-seed99" / "items.json.gz"
+    items = json.loads(gzip.decompress(path.read_bytes()))
+    items["test_sha256"] = "0" * 64
+    path.write_bytes(gzip.compress(json.dumps(items).encode()))
+    res = CliRunner().invoke(app, ["scorecard", "--repo", str(project), "--check"])
+    assert res.exit_code == 0, res.output

@@ -34,7 +34,13 @@ from firth.report import (
     tokenizer_section,
 )
 from firth.results import load, parse
-from firth.scorecard import Scorecard, load_evidence, scorecard
+from firth.scorecard import (
+    Scorecard,
+    declared,
+    load_evidence,
+    run_folders,
+    scorecard,
+)
 from firth.scorecard import sections as scorecard_sections
 from firth.tagging.report import tagging_section
 from firth.tagging.results import TaggerEval, TaggerTrain
@@ -53,11 +59,12 @@ def _maybe(path):
     return read_json(path) if path.exists() else None
 
 
-def _runs(folder: Path) -> tuple[dict, dict, dict, dict]:
+def _runs(folder: Path, names: set[str] | None) -> tuple[dict, dict, dict, dict]:
     """train.json, eval.json, eval_detail.json and curve.csv rows of every run
-    folder under ``folder`` that has an eval.json, each as {run: ...}. A run trained
-    as one stage per seed (seed-<s>/train.json, seed-<s>/curve.csv) is merged."""
-    evals = {p.parent.name: read_json(p) for p in sorted(folder.glob("*/eval.json"))}
+    folder under ``folder`` that has an eval.json and that ``names`` keeps (all
+    where None), each as {run: ...}. A run trained as one stage per seed
+    (seed-<s>/train.json, seed-<s>/curve.csv) is merged."""
+    evals = {p.parent.name: read_json(p) for p in run_folders(folder, names)}
     trains, curves = {}, {}
     for r in evals:
         trains[r], rows = _merged(folder / r)
@@ -241,7 +248,7 @@ class Page:
         eval_detail through ``detail`` where given, curve rows); the evaluations
         are kept for the scorecard."""
         folder = self.folder(task)
-        train, evals, details, curves = _runs(folder)
+        train, evals, details, curves = _runs(folder, declared(self.params)[task])
         evals = {r: parse(e, schema, folder / r) for r, e in evals.items()}
         if detail is not None:
             details = {
@@ -403,7 +410,7 @@ def build(
     revision = _revision(root)
     sources = read_sources(root)
     page = Page(root, params, revision, sources, bench, data_sections(root, sources))
-    page.ev = load_evidence(root, rule, margin)
+    page.ev = load_evidence(root, rule, margin, params)
     for card in (embeddings_card, lm_card, nmt_card, tagging_card, nli_card):
         card(page)
     pipeline = dag_section(page.benchmark("dag"))

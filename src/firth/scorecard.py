@@ -9,13 +9,17 @@ tests/test_scorecard.py checks the committed scorecards against it)."""
 
 from __future__ import annotations
 
+import logging
 import math
 from pathlib import Path
+
+import yaml
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import yaml  # noqa: E402
 
 from firth.embeddings.results import EmbeddingEval, EmbeddingItems  # noqa: E402
 from firth.evidence import Evidence  # noqa: E402
@@ -33,6 +37,7 @@ from firth.report import Section, figure_png  # noqa: E402
 from firth.results import Record, load, load_items  # noqa: E402
 from firth.tagging.results import TaggerEval, TaggerItems, TaggerTrain  # noqa: E402
 
+log = logging.getLogger(__name__)
 COLOURS = {HOLDS: "#2e7d32", FAILS: "#c62828"}  # inconclusive and not run: grey
 GREY = "#7a7a7a"
 
@@ -47,25 +52,64 @@ class Scorecard(Record):
     partial_input: list[PartialRow]
 
 
-def _runs(folder: Path, schema, items_schema) -> tuple[dict, dict]:
+def declared(params: dict) -> dict[str, set[str] | None]:
+    """The run folders params.yaml declares under reports/<task>/ (None: every
+    folder, for the embeddings' fixed methods). A folder left behind by a run that
+    was since removed from params.yaml (its stage gone from dvc.yaml, its files
+    still committed) is not evidence of the current profile."""
+    lm, nmt = params.get("lm") or {}, params.get("nmt") or {}
+    tagger, nli = params.get("tagger") or {}, params.get("nli") or {}
+    return {
+        "embeddings": None,
+        "lm": set(lm.get("runs") or {}),
+        "nmt": set(nmt.get("runs") or {}) | {"copy-source"},
+        "tagging": {
+            f"{d}-{h}" for d in tagger.get("data") or [] for h in tagger.get("heads") or []
+        },
+        "nli": {f"{d}-{m}" for d in nli.get("data") or [] for m in nli.get("models") or []},
+    }
+
+
+def run_folders(folder: Path, names: set[str] | None) -> list[Path]:
+    """The eval.json of every run folder under ``folder`` that ``names`` keeps (all
+    where None); the others are logged and left out."""
+    paths = sorted(folder.glob("*/eval.json"))
+    if names is None:
+        return paths
+    stale = [p.parent.name for p in paths if p.parent.name not in names]
+    if stale:
+        log.warning(
+            "%s: ignoring %s (not in params.yaml; delete them or declare the runs)",
+            folder,
+            ", ".join(stale),
+        )
+    return [p for p in paths if p.parent.name in names]
+
+
+def _runs(folder: Path, names, schema, items_schema) -> tuple[dict, dict]:
     evals, items = {}, {}
-    for p in sorted(folder.glob("*/eval.json")):
+    for p in run_folders(folder, names):
         evals[p.parent.name] = load(p, schema)
         if (q := p.parent / "items.json.gz").exists():
             items[p.parent.name] = load_items(q, items_schema)
     return evals, items
 
 
-def load_evidence(root: Path, rule: Rule, margin: float) -> Evidence:
+def load_evidence(root: Path, rule: Rule, margin: float, params: dict) -> Evidence:
     """Every task's committed evaluations and item statistics under
-    ``root``/reports, and the taggers' validation scores (train.json)."""
-    rep = root / "reports"
+    ``root``/reports of the runs ``params`` declares, and the taggers' validation
+    scores (train.json)."""
+    rep, keep = root / "reports", declared(params)
     ev = Evidence(rule=rule, margin=margin)
-    ev.emb, ev.emb_items = _runs(rep / "embeddings", EmbeddingEval, EmbeddingItems)
-    ev.lm, ev.lm_items = _runs(rep / "lm", LmEval, LmItems)
-    ev.nmt, ev.nmt_items = _runs(rep / "nmt", NmtEval, NmtItems)
-    ev.tagging, ev.tag_items = _runs(rep / "tagging", TaggerEval, TaggerItems)
-    ev.nli, ev.nli_items = _runs(rep / "nli", NliEval, NliItems)
+    ev.emb, ev.emb_items = _runs(
+        rep / "embeddings", keep["embeddings"], EmbeddingEval, EmbeddingItems
+    )
+    ev.lm, ev.lm_items = _runs(rep / "lm", keep["lm"], LmEval, LmItems)
+    ev.nmt, ev.nmt_items = _runs(rep / "nmt", keep["nmt"], NmtEval, NmtItems)
+    ev.tagging, ev.tag_items = _runs(
+        rep / "tagging", keep["tagging"], TaggerEval, TaggerItems
+    )
+    ev.nli, ev.nli_items = _runs(rep / "nli", keep["nli"], NliEval, NliItems)
     for run in ev.tagging:
         seeds = sorted((rep / "tagging" / run).glob("seed-*/train.json"))
         ev.tag_train[run] = [load(p, TaggerTrain) for p in seeds]
@@ -89,7 +133,8 @@ def recompute(project: Path) -> Scorecard:
     from firth.config import load_section
 
     rule, margin = rule_of(load_section("verdicts", project / "params.yaml"))
-    return scorecard(load_evidence(project, rule, margin))
+    params = yaml.safe_load((project / "params.yaml").read_text(encoding="utf-8"))
+    return scorecard(load_evidence(project, rule, margin, params))
 
 
 def lines(card: Scorecard) -> list[str]:

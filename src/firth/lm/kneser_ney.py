@@ -115,7 +115,12 @@ class KneserNey:
             return np.log(p)
 
     def conditional(self, context: list[str]) -> np.ndarray:
-        """p(w | context) for every predictable w (ids 0, 2, 3, ...), as (V-1,)."""
+        """p(w | context) for every predictable w (ids 0, 2, 3, ...), as (V-1,).
+
+        The same recursion as :meth:`log_probs`, for one context and every word at
+        once: each order's n-grams that continue the context are one contiguous
+        run of its lexicographically sorted table (found by binary search), so a
+        call costs O(order log N + V) rather than a merge of V windows."""
         idx = self.index()
         ctx = (
             [idx.get(w, 0) for w in context][-(self.order - 1) :]
@@ -123,18 +128,46 @@ class KneserNey:
             else []
         )
         ctx = [1] * (self.order - 1 - len(ctx)) + ctx
-        words = np.array([i for i in range(len(self.vocab)) if i != 1])
-        windows = (
-            np.column_stack(
-                [
-                    np.repeat(np.array(ctx, dtype=np.int64)[None, :], len(words), 0),
-                    words,
-                ]
-            )
-            if ctx
-            else words[:, None]
-        )
-        return np.exp(self.log_probs(windows))
+        V = len(self.vocab)
+        p = np.full(V, 1.0 / self.predictable)  # p_0: uniform
+        for k in range(1, self.order + 1):
+            h = ctx[len(ctx) - (k - 1) :] if k > 1 else []
+            cols, _ = self._sorted(k)
+            lo, hi = _prefix(cols, h)
+            a = np.zeros(V)
+            a[cols[k - 1][lo:hi]] = self._sorted(k)[1][lo:hi]
+            if k > 1:
+                ccols, stats = self._sorted_contexts(k)
+                clo, chi = _prefix(ccols, h)
+                if chi == clo:  # unseen context: straight to the lower order
+                    continue
+                A, n1, n2, n3 = stats[clo]
+            else:
+                A, n1, n2, n3 = self.contexts[0][["A", "N1", "N2", "N3"]].to_numpy()[0]
+            if A <= 0:
+                continue
+            d1, d2, d3 = self.discounts[k - 1]
+            disc = np.where(a >= 3, d3, np.where(a == 2, d2, np.where(a == 1, d1, 0.0)))
+            gamma = (d1 * n1 + d2 * n2 + d3 * n3) / A
+            p = np.maximum(a - disc, 0.0) / A + gamma * p
+        return np.delete(p, 1)
+
+    def _sorted(self, k: int) -> tuple[list[np.ndarray], np.ndarray]:
+        """Order k's id columns and adjusted counts, sorted lexicographically."""
+        cache = self.__dict__.setdefault("_sorted_cache", {})
+        if ("g", k) not in cache:
+            g = self.grams[k - 1]
+            cache[("g", k)] = _lexsorted(g, _cols(k), g["a"].to_numpy(np.float64))
+        return cache[("g", k)]
+
+    def _sorted_contexts(self, k: int) -> tuple[list[np.ndarray], np.ndarray]:
+        """Order k's context columns and (A, N1, N2, N3) rows, sorted the same way."""
+        cache = self.__dict__.setdefault("_sorted_cache", {})
+        if ("c", k) not in cache:
+            c = self.contexts[k - 1]
+            stats = c[["A", "N1", "N2", "N3"]].to_numpy(np.float64)
+            cache[("c", k)] = _lexsorted(c, _cols(k - 1), stats)
+        return cache[("c", k)]
 
     def windows(self, sentences: list[list[str]]) -> tuple[np.ndarray, int]:
         """(N, order) id windows of every predicted token (words and </s>) of
@@ -158,6 +191,28 @@ class KneserNey:
             "nll_bits": nll / math.log(2),
             "perplexity": perplexity(nll, len(w)),
         }
+
+
+def _lexsorted(frame: pd.DataFrame, names: list[str], values: np.ndarray):
+    """``frame``'s columns ``names`` as arrays and ``values``' rows, reordered so
+    the rows are sorted by (names[0], names[1], ...)."""
+    cols = [frame[c].to_numpy(np.int64) for c in names]
+    order = np.lexsort(cols[::-1])
+    return [c[order] for c in cols], values[order]
+
+
+def _prefix(cols: list[np.ndarray], ids: list[int]) -> tuple[int, int]:
+    """The row range [lo, hi) of lexicographically sorted ``cols`` whose first
+    len(ids) columns equal ``ids``."""
+    lo, hi = 0, len(cols[0]) if cols else 0
+    for c, i in zip(cols, ids):
+        part = c[lo:hi]
+        lo, hi = lo + int(np.searchsorted(part, i, "left")), lo + int(
+            np.searchsorted(part, i, "right")
+        )
+        if lo == hi:
+            break
+    return lo, hi
 
 
 def _windows(seqs: list[list[int]], order: int) -> np.ndarray:
