@@ -79,8 +79,15 @@ def _runs(folder: Path, names: set[str] | None) -> tuple[dict, dict, dict, dict]
 
 
 def _seed_dirs(folder: Path) -> list[Path]:
+    """A run's seed-<s> folders, of the seeds its eval.json scored where it lists
+    them (a folder left by a seed since removed from params.yaml is not read)."""
+    scored = (_maybe(folder / "eval.json") or {}).get("seeds")
     return sorted(
-        (p for p in folder.glob("seed-*") if p.name[5:].isdigit()),
+        (
+            p
+            for p in folder.glob("seed-*")
+            if p.name[5:].isdigit() and (scored is None or int(p.name[5:]) in scored)
+        ),
         key=lambda p: int(p.name[5:]),
     )
 

@@ -110,9 +110,9 @@ def load_evidence(root: Path, rule: Rule, margin: float, params: dict) -> Eviden
         rep / "tagging", keep["tagging"], TaggerEval, TaggerItems
     )
     ev.nli, ev.nli_items = _runs(rep / "nli", keep["nli"], NliEval, NliItems)
-    for run in ev.tagging:
-        seeds = sorted((rep / "tagging" / run).glob("seed-*/train.json"))
-        ev.tag_train[run] = [load(p, TaggerTrain) for p in seeds]
+    for run, e in ev.tagging.items():
+        paths = [rep / "tagging" / run / f"seed-{s}" / "train.json" for s in e.seeds]
+        ev.tag_train[run] = [load(p, TaggerTrain) for p in paths if p.exists()]
     return ev
 
 
