@@ -76,11 +76,15 @@ class Plan:
         return lr_at(step, self.steps, self.warmup, self.lr)
 
     def validates_after(self, step: int, last: int) -> bool:
-        """Whether ``step`` (just taken; ``last``: the step of the last validation)
-        ends with a validation."""
+        """Whether ``step`` (just taken; ``last``: the step of the last validation,
+        0 before the first) ends with a validation. The last step validates unless
+        one came less than a quarter interval before it; a run shorter than one
+        interval validates once, at its end (it must keep some weights)."""
         if step % self.eval_every == 0:
             return True
-        return step == self.steps and step - last > self.eval_every // 4
+        if step != self.steps:
+            return False
+        return last == 0 or step - last > self.eval_every // 4
 
 
 def scheduled_plan(cfg, *, steps_per_epoch: int, epochs: float) -> Plan:
