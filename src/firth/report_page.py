@@ -44,6 +44,7 @@ from firth.scorecard import (
 from firth.scorecard import sections as scorecard_sections
 from firth.tagging.report import tagging_section
 from firth.tagging.results import TaggerEval, TaggerTrain
+from firth.throughput_report import throughput_section
 
 BUILT_FROM = (
     "reports/data/*.json, reports/tokenizers/*.csv, "
@@ -420,9 +421,12 @@ def build(
     page.ev = load_evidence(root, rule, margin, params)
     for card in (embeddings_card, lm_card, nmt_card, tagging_card, nli_card):
         card(page)
-    pipeline = dag_section(page.benchmark("dag"))
-    if pipeline is not None:
-        page.sections.append(pipeline)
+    for bench in (
+        dag_section(page.benchmark("dag")),
+        throughput_section(page.benchmark("throughput")),
+    ):
+        if bench is not None:
+            page.sections.append(bench)
     card = scorecard(page.ev)
     lead = scorecard_sections(
         card, budget_note=_budget(params), nli=bool(page.evals.get("nli"))

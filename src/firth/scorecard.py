@@ -13,13 +13,11 @@ import logging
 import math
 from pathlib import Path
 
-import yaml
-
 import matplotlib
+import yaml
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-import yaml  # noqa: E402
 
 from firth.embeddings.results import EmbeddingEval, EmbeddingItems  # noqa: E402
 from firth.evidence import Evidence  # noqa: E402
@@ -59,14 +57,16 @@ def declared(params: dict) -> dict[str, set[str] | None]:
     still committed) is not evidence of the current profile."""
     lm, nmt = params.get("lm") or {}, params.get("nmt") or {}
     tagger, nli = params.get("tagger") or {}, params.get("nli") or {}
+
+    def pairs(a: list | None, b: list | None) -> set[str]:
+        return {f"{x}-{y}" for x in a or [] for y in b or []}
+
     return {
         "embeddings": None,
         "lm": set(lm.get("runs") or {}),
         "nmt": set(nmt.get("runs") or {}) | {"copy-source"},
-        "tagging": {
-            f"{d}-{h}" for d in tagger.get("data") or [] for h in tagger.get("heads") or []
-        },
-        "nli": {f"{d}-{m}" for d in nli.get("data") or [] for m in nli.get("models") or []},
+        "tagging": pairs(tagger.get("data"), tagger.get("heads")),
+        "nli": pairs(nli.get("data"), nli.get("models")),
     }
 
 

@@ -205,10 +205,11 @@ def _prefix(cols: list[np.ndarray], ids: list[int]) -> tuple[int, int]:
     """The row range [lo, hi) of lexicographically sorted ``cols`` whose first
     len(ids) columns equal ``ids``."""
     lo, hi = 0, len(cols[0]) if cols else 0
-    for c, i in zip(cols, ids):
+    for c, i in zip(cols, ids, strict=False):  # ids may be shorter
         part = c[lo:hi]
-        lo, hi = lo + int(np.searchsorted(part, i, "left")), lo + int(
-            np.searchsorted(part, i, "right")
+        lo, hi = (
+            lo + int(np.searchsorted(part, i, "left")),
+            lo + int(np.searchsorted(part, i, "right")),
         )
         if lo == hi:
             break
