@@ -72,3 +72,19 @@ def test_section_and_nli_rows():
     assert nli.test.verdict == HOLDS
     sec = partial_input_section(rows, nli=True)
     assert "NLI: not run" not in sec.intro
+
+
+def test_the_intro_says_how_far_each_unbeaten_model_is():
+    rows = partial_input_rows(evidence())
+    short = [r for r in rows if r.test.verdict != HOLDS]
+    sec = partial_input_section(rows, nli=True)
+    if not short:
+        assert "Not beaten" not in sec.intro
+        return
+    for r in short:
+        assert f"{r.model} against {r.baseline}: {r.test.interval(2)}" in sec.intro
+    copy = [r for r in short if r.baseline.startswith("copy-source")]
+    assert ("Copying the source scores" in sec.intro) == bool(copy)
+    held = [r for r in rows if r.test.verdict == HOLDS]
+    for r in held:
+        assert f"{r.model} against {r.baseline}:" not in sec.intro

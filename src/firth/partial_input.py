@@ -204,6 +204,28 @@ def _section_of(task: str) -> str:
     return next(title for prefix, title in _SECTIONS if task.startswith(prefix))
 
 
+def _short(rows: list[PartialRow]) -> str:
+    """How far each model that did not beat its baseline is from it, and, for
+    copying the source, why that baseline is hard to beat."""
+    short = [r for r in rows if r.test.verdict != "holds"]
+    if not short:
+        return ""
+    parts = [
+        f"{r.model} against {r.baseline}: {r.test.interval(2)} {r.unit} "
+        f"({r.test.verdict})"
+        for r in short
+    ]
+    out = " Not beaten: " + "; ".join(parts) + "."
+    copy = [r for r in short if r.baseline.startswith("copy-source")]
+    if copy:
+        out += (
+            f" Copying the source scores {copy[0].test.b.score:.1f} BLEU on these "
+            "verses, because the two versions share most of their words: a model "
+            "beats it only by translating better than that overlap."
+        )
+    return out
+
+
 def partial_input_section(rows: list[PartialRow], *, nli: bool) -> Section:
     digits = {"bits per character (lower is better)": 4}
     table = []
@@ -230,7 +252,7 @@ def partial_input_section(rows: list[PartialRow], *, nli: bool) -> Section:
         "of it), tested as the findings are (paired bootstrap over the test items, "
         f"seeds resampled): {held} of {len(rows)} models beat their baseline. A "
         "model that does not beat it has not shown that it uses the part the "
-        "baseline ignores." + ("" if nli else " " + ENABLE),
+        "baseline ignores." + _short(rows) + ("" if nli else " " + ENABLE),
     )
     sec.tables.append(
         ("Models against their partial-input baselines", (COLUMNS, table))
