@@ -42,10 +42,10 @@ OUT = ROOT / "benchmarks" / "results" / "profile_trainers.json"
 
 # name -> (stage, --set overrides that shorten it to about a minute)
 TRAINERS = {
-    "nmt-bahdanau": ("train-nmt@bahdanau", ["nmt.runs.bahdanau.epochs=0.3"]),
-    "nmt-pointer": ("train-nmt@pointer", ["nmt.runs.pointer.epochs=0.3"]),
-    "nmt-transformer": ("train-nmt@transformer", ["nmt.runs.transformer.epochs=0.3"]),
-    "lm-lstm": ("train-lm@lstm", ["lm.runs.lstm.epochs=0.15"]),
+    "nmt-bahdanau": ("train-nmt@bahdanau", ["nmt.runs.bahdanau.epochs=0.2"]),
+    "nmt-pointer": ("train-nmt@pointer", ["nmt.runs.pointer.epochs=0.15"]),
+    "nmt-transformer": ("train-nmt@transformer", ["nmt.runs.transformer.epochs=0.2"]),
+    "lm-lstm": ("train-lm@lstm", ["lm.runs.lstm.epochs=0.1"]),
     "tagger-crf": ("train-tagger@wnut16-crf-13", ["tagger.common.epochs=3"]),
     "sgns": ("train-embeddings-sgns@13", ["embeddings.common.epochs=1"]),
 }
