@@ -3,7 +3,8 @@ trainer, run through benchmarks/budget_probe.py (a scratch project, the stage's
 own code and the default's params with a short budget) under the py-spy sampling
 profiler, every sample classified by its Python stack:
 
-- ``startup``: importing modules (before training starts);
+- ``startup``: importing modules (before training starts; the first ~50 ms of
+  the process may be missed while py-spy attaches);
 - ``optimizer``: inside ``torch.optim`` (the step, zeroing gradients);
 - ``backward``: inside autograd's backward pass;
 - ``validation``: inside ``firth.training._validate`` (the validation loss and
@@ -32,6 +33,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -91,6 +93,26 @@ def summarise(raw: Path) -> dict:
     return {"samples": total, "share": share, "top_leaves": top}
 
 
+def stage_pid(runner: subprocess.Popen, timeout: float = 120.0) -> int:
+    """The pid of the stage process budget_probe starts (its child running a
+    stages/ script), once it exists."""
+    import psutil
+
+    deadline = time.monotonic() + timeout
+    parent = psutil.Process(runner.pid)
+    while time.monotonic() < deadline:
+        for child in parent.children(recursive=True):
+            try:
+                if any("stages/" in part for part in child.cmdline()):
+                    return child.pid
+            except psutil.Error:
+                continue
+        if runner.poll() is not None:
+            break
+        time.sleep(0.05)
+    raise SystemExit(f"no stage process under budget_probe (pid {runner.pid})")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--from", dest="origin", type=Path, default=ROOT)
@@ -114,11 +136,15 @@ def main() -> None:
                 str(args.origin),
                 *[a for s in sets for a in ("--set", s)],
             ]
-            cmd = [spy, "record", "--subprocesses", "--format", "raw"]
-            cmd += ["--rate", str(args.rate), "-o", str(raw), "--", *probe]
-            proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-            if proc.returncode != 0 or not raw.exists():
-                raise SystemExit(f"{name}: {proc.stderr[-2000:]}")
+            runner = subprocess.Popen(probe, cwd=ROOT, stdout=subprocess.DEVNULL)
+            pid = stage_pid(runner)
+            cmd = [spy, "record", "--pid", str(pid), "--format", "raw"]
+            cmd += ["--rate", str(args.rate), "-o", str(raw)]
+            spied = subprocess.run(cmd, capture_output=True, text=True)
+            if runner.wait() != 0 or not raw.exists():
+                raise SystemExit(
+                    f"{name}: exit {runner.returncode}; {spied.stderr[-2000:]}"
+                )
             rows[name] = {"stage": stage, "set": sets, **summarise(raw)}
         (ROOT / "benchmarks" / "results" / "probes" / f"profile-{name}.json").unlink(
             missing_ok=True
