@@ -206,7 +206,7 @@ def _section_of(task: str) -> str:
 
 def _short(rows: list[PartialRow]) -> str:
     """How far each model that did not beat its baseline is from it, and, for
-    copying the source, why that baseline is hard to beat."""
+    copying the source, what that baseline's score means."""
     short = [r for r in rows if r.test.verdict != "holds"]
     if not short:
         return ""
@@ -219,9 +219,9 @@ def _short(rows: list[PartialRow]) -> str:
     copy = [r for r in short if r.baseline.startswith("copy-source")]
     if copy:
         out += (
-            f" Copying the source scores {copy[0].test.b.score:.1f} BLEU on these "
-            "verses, because the two versions share most of their words: a model "
-            "beats it only by translating better than that overlap."
+            f" Copying the source scores {copy[0].test.b.score:.1f} BLEU on this "
+            "test set, the overlap of its sources and references: a model beats it "
+            "only by translating better than that overlap."
         )
     return out
 
