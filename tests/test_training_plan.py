@@ -37,3 +37,46 @@ def test_every_run_validates_at_least_once():
             got = validations(steps, every)
             assert got, (steps, every)
             assert got[-1] >= steps - every // 4, (steps, every)
+
+
+@pytest.mark.parametrize("kind", ["adam", "adamw"])
+def test_fused_optimizer_matches_the_reference_loop(kind):
+    """The trainers' fused Adam/AdamW takes the steps torch's per-tensor loop
+    takes (the reference implementation), to float rounding."""
+    import torch
+
+    from firth.training import optimizer
+
+    plan = Plan(
+        steps=5,
+        steps_per_epoch=5,
+        eval_every=5,
+        lr=0.01,
+        optimizer=kind,
+        weight_decay=0.1,
+    )
+
+    def run(make):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(
+            torch.nn.Embedding(50, 8), torch.nn.LSTM(8, 6, batch_first=True)
+        )
+        opt = make(model)
+        x = torch.randint(0, 50, (4, 7))
+        for _ in range(5):
+            opt.zero_grad()
+            model(x)[0].square().sum().backward()
+            opt.step()
+        return [p.detach().clone() for p in model.parameters()]
+
+    got = run(lambda m: optimizer(m, plan))
+    assert got and all(g.is_floating_point() for g in got)
+    ref_cls = torch.optim.Adam if kind == "adam" else torch.optim.AdamW
+    extra = {} if kind == "adam" else {"weight_decay": 0.1}
+    want = run(lambda m: ref_cls(m.parameters(), lr=0.01, foreach=False, **extra))
+    start = run(lambda m: ref_cls(m.parameters(), lr=0.0))
+    for g, w, s in zip(got, want, start, strict=True):
+        assert torch.allclose(g, w, atol=1e-6), (g - w).abs().max()
+        assert not torch.equal(g, s)  # the steps moved the weights
+    assert torch.optim.Adam in type(optimizer(torch.nn.Linear(2, 2), plan)).__mro__
+    assert optimizer(torch.nn.Linear(2, 2), plan).defaults["fused"]

@@ -250,12 +250,18 @@ def check_kept(name: str, kept: float, best: float) -> None:
         )
 
 
-def _optimizer(model: torch.nn.Module, plan: Plan) -> torch.optim.Optimizer:
-    if plan.optimizer == "adam":
-        return torch.optim.Adam(model.parameters(), lr=plan.lr)
-    return torch.optim.AdamW(
-        model.parameters(), lr=plan.lr, weight_decay=plan.weight_decay
+def optimizer(model: torch.nn.Module, plan: Plan) -> torch.optim.Optimizer:
+    """``plan``'s Adam or AdamW over ``model``'s parameters, as one fused kernel
+    where the parameters' device has it (CPU and CUDA): the same update as the
+    per-tensor loop up to rounding, and on CPU 3-9x faster (the tagger spent 28% of
+    its time in the per-tensor loop; benchmarks/results/profile_trainers.json)."""
+    params = list(model.parameters())
+    fused = all(
+        p.device.type in ("cpu", "cuda") and p.is_floating_point() for p in params
     )
+    kind = torch.optim.Adam if plan.optimizer == "adam" else torch.optim.AdamW
+    extra = {} if plan.optimizer == "adam" else {"weight_decay": plan.weight_decay}
+    return kind(params, lr=plan.lr, fused=fused or None, **extra)
 
 
 def fit(
@@ -278,7 +284,7 @@ def fit(
     device = accel.device
     torch.manual_seed(seed + group.rank)  # dropout differs across ranks
     accel.prepare(model)
-    opt = _optimizer(model, plan)
+    opt = optimizer(model, plan)
     s = _start_state(plan)
     if checkpoint and (saved := checkpoint.load()):
         _resume(saved, model, opt, task, s, group, device)
