@@ -34,7 +34,8 @@ def body(args) -> None:
     page = render.report_markdown(cfg.title, meta, sections, figures)
     save(reports / "scorecard.json", card)
     write_text(reports / "index.md", page)
-    write_text(reports / "index.html", render.report_html(cfg.title, meta, sections))
+    html = render.report_html(cfg.title, meta, sections, figures)
+    write_text(reports / "index.html", html)
 
 
 def main(argv=None) -> None:

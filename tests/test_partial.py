@@ -83,6 +83,11 @@ def test_the_intro_says_how_far_each_unbeaten_model_is():
         return
     for r in short:
         assert f"{r.model} against {r.baseline}: {r.test.interval(2)}" in sec.intro
+        # an inconclusive difference says how many test items would decide it
+        assert (r.test.needs is not None) == (r.test.verdict == "inconclusive")
+        if r.test.needs is not None:
+            need = f"would need about {r.test.needs:,} test items, not {r.test.n:,}"
+            assert need in sec.intro
     copy = [r for r in short if r.baseline.startswith("copy-source")]
     assert ("Copying the source scores" in sec.intro) == bool(copy)
     held = [r for r in rows if r.test.verdict == HOLDS]

@@ -1,7 +1,5 @@
 """The committed report page in a real headless browser: every figure renders."""
 
-import base64
-
 import pytest
 from browser import assert_every_figure_rendered, images, needs_browser
 from conftest import ROOT
@@ -19,17 +17,24 @@ def test_committed_report_renders_every_figure(reports):
 
 
 def test_a_broken_figure_is_caught(tmp_path):
+    """A figure whose file is corrupt or missing does not render, and the check
+    says which."""
     png = (ROOT / "reports" / "figures" / "word-embeddings-0.png").read_bytes()
-    good = base64.b64encode(png).decode()
-    bad = base64.b64encode(b"\0" * 16 + png[16:]).decode()  # header overwritten
+    (tmp_path / "figures").mkdir()
+    (tmp_path / "figures" / "good.png").write_bytes(png)
+    (tmp_path / "figures" / "bad.png").write_bytes(b"\0" * 16 + png[16:])
     page = tmp_path / "index.html"
     page.write_text(
         "<!doctype html><html><body>"
-        f"<img alt='good' src='data:image/png;base64,{good}'>"
-        f"<img alt='bad' src='data:image/png;base64,{bad}'></body></html>"
+        "<img alt='good' src='figures/good.png'>"
+        "<img alt='bad' src='figures/bad.png'>"
+        "<img alt='gone' src='figures/gone.png'></body></html>"
     )
-    (tmp_path / "index.md").write_text("![good](a.png)\n![bad](b.png)\n")
+    (tmp_path / "index.md").write_text(
+        "![good](a.png)\n![bad](b.png)\n![gone](c.png)\n"
+    )
     shown = {i["alt"]: i for i in images(page)}
-    assert shown["good"]["width"] > 0 and shown["bad"]["width"] == 0
-    with pytest.raises(AssertionError, match="did not render: \\['bad'\\]"):
+    assert shown["good"]["width"] > 0
+    assert shown["bad"]["width"] == 0 and shown["gone"]["width"] == 0
+    with pytest.raises(AssertionError, match="did not render: \\['bad', 'gone'\\]"):
         assert_every_figure_rendered(page, tmp_path / "index.md")

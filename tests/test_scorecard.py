@@ -40,6 +40,23 @@ def test_item_files_are_compact():
     assert sizes and sum(sizes) < 4_000_000, sum(sizes)
 
 
+@pytest.mark.parametrize("project", PROFILES)
+def test_report_pages_link_their_figures(project):
+    """The committed pages stay small (each figure a file beside them, not base64
+    inside them, so a rebuild commits only what changed) and every figure the
+    Markdown summary lists is linked from the HTML page and exists."""
+    import re
+
+    reports = ROOT / project / "reports"
+    page = (reports / "index.html").read_text(encoding="utf-8")
+    assert len(page.encode()) < 200_000
+    assert "data:" not in page
+    linked = re.findall(r'<img alt="[^"]*" src="([^"]+)"', page)
+    listed = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", (reports / "index.md").read_text())
+    assert len(linked) >= 10 and linked == listed
+    assert all((reports / p).is_file() and p.startswith("figures/") for p in linked)
+
+
 def test_a_changed_item_file_is_caught(tmp_path):
     project = tmp_path / "p"
     project.mkdir()

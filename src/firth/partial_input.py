@@ -205,14 +205,25 @@ def _section_of(task: str) -> str:
 
 
 def _short(rows: list[PartialRow]) -> str:
-    """How far each model that did not beat its baseline is from it, and, for
-    copying the source, what that baseline's score means."""
+    """How far each model that did not beat its baseline is from it (for an
+    inconclusive test, the test items its difference would need: the interval's
+    half-width scales as 1/sqrt(n)), and, for copying the source, what that
+    baseline's score means."""
     short = [r for r in rows if r.test.verdict != "holds"]
     if not short:
         return ""
+
+    def why(t) -> str:  # at this difference, how many test items would decide it
+        return (
+            f"; at this difference it would need about {t.needs:,} test items, "
+            f"not {t.n:,}"
+            if t.needs
+            else ""
+        )
+
     parts = [
         f"{r.model} against {r.baseline}: {r.test.interval(2)} {r.unit} "
-        f"({r.test.verdict})"
+        f"({r.test.verdict}{why(r.test)})"
         for r in short
     ]
     out = " Not beaten: " + "; ".join(parts) + "."

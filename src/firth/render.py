@@ -1,6 +1,6 @@
 """The one renderer of Firth's pages: Jinja2 templates for the report (HTML,
-autoescaped, figures inlined as PNG; and Markdown) and for ``firth compare``
-(HTML and Markdown).
+autoescaped, and Markdown, each linking its figures' PNG files) and for ``firth
+compare`` (HTML and Markdown).
 
 The templates live in this module as strings rather than in template files: a
 stage's code deps are the import closure of its script (firth.code_deps), so a
@@ -9,7 +9,6 @@ separate file would be a dependency DVC does not know about."""
 
 from __future__ import annotations
 
-import base64
 import re
 from collections.abc import Sequence
 
@@ -23,7 +22,6 @@ _TEXT = Environment(
     autoescape=False, trim_blocks=True, lstrip_blocks=True, undefined=StrictUndefined
 )
 _TEXT.filters["cell"] = lambda s: str(s).replace("|", "\\|").replace("\n", " ")
-_HTML.filters["b64"] = lambda png: base64.b64encode(png).decode()
 
 
 def slug(title: str) -> str:
@@ -65,8 +63,8 @@ REPORT_CSS = (
 
 REPORT_HTML = _HTML.from_string("""\
 {% macro figures(sec) %}
-{% for caption, png in sec.figures %}
-<figure><img alt="{{ caption }}" src="data:image/png;base64,{{ png | b64 }}">\
+{% for caption, _ in sec.figures %}
+<figure><img alt="{{ caption }}" src="{{ figure_paths[caption] }}">\
 <figcaption>{{ caption }}</figcaption></figure>
 {% endfor %}
 {% endmacro %}
@@ -143,9 +141,19 @@ REPORT_MD = _TEXT.from_string("""\
 """)
 
 
-def report_html(title: str, meta: dict[str, str], sections: Sequence) -> str:
-    """The self-contained report page (``sections``: firth.report.Section)."""
-    return REPORT_HTML.render(title=title, meta=meta, sections=sections, css=REPORT_CSS)
+def report_html(
+    title: str, meta: dict[str, str], sections: Sequence, figure_paths: dict
+) -> str:
+    """The report page (``sections``: firth.report.Section), each figure an image
+    linked by its path relative to the page (``figure_paths``: caption -> path), so
+    that a rebuild rewrites only the figures that changed and the page stays small."""
+    return REPORT_HTML.render(
+        title=title,
+        meta=meta,
+        sections=sections,
+        css=REPORT_CSS,
+        figure_paths=figure_paths,
+    )
 
 
 def report_markdown(
