@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 STAMP := $(VENV)/.installed
 
-.PHONY: run run-full test setup lint flow browser bench bench-embeddings bench-lm bench-nmt bench-tagger bench-audit bench-dag bench-query bench-determinism clean-venv
+.PHONY: run run-full test test-fast setup lint flow browser bench bench-embeddings bench-lm bench-nmt bench-tagger bench-audit bench-dag bench-query bench-determinism clean-venv
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -64,6 +64,13 @@ browser:
 test: $(STAMP) browser
 	$(BIN)/ruff check src stages flows tests benchmarks
 	$(BIN)/python -m pytest -q
+
+# make test-fast: the loop while editing (a few minutes on 2 cores): ruff and every
+# test but the end-to-end runs of the real DVC and Prefect (pytest marker e2e; select
+# them alone with `pytest -m e2e`). CI runs the whole of `make test`.
+test-fast: $(STAMP)
+	$(BIN)/ruff check src stages flows tests benchmarks
+	$(BIN)/python -m pytest -q -m "not e2e"
 
 # make run (seconds per stage, the no-op repro after it) and make test, each timed
 # in a fresh clone of HEAD (~45 min on 2 cores): benchmarks/results/front_door.json

@@ -1,6 +1,7 @@
 """The front door, measured: clone the repository to a temporary folder and time
 `make run` there (creating .venv included), then a second `dvc repro` (it must run
-no stage), then `make test` in another fresh clone, as CI runs it.
+no stage), then `make test` in another fresh clone, as CI runs it, and `make
+test-fast` (the tests without the end-to-end runs) in that clone after it.
 
 Writes benchmarks/results/front_door.json: seconds per DVC stage (`make run` runs
 the Prefect flow, stages at once: each stage's start, end and threads from the
@@ -193,7 +194,7 @@ def main() -> None:
     }
     if args.merge and args.out.exists():
         earlier = json.loads(args.out.read_text())
-        for key in ("make_run", "repro_again", "make_test"):
+        for key in ("make_run", "repro_again", "make_test", "make_test_fast"):
             if key in earlier:
                 result[key] = {**earlier[key], "commit": earlier.get("commit")}
     tmp = Path(tempfile.mkdtemp(prefix="firth-front-door-"))
@@ -227,6 +228,13 @@ def main() -> None:
             test.update(test_summary(text))
             result["make_test"] = test
             print(f"make test: {test['seconds']:.0f} s, {test['summary']}")
+            # the editing loop, in the same clone (its .venv already set up)
+            fast = timed(
+                ["make", "test-fast"], clone, logs / "make_test_fast.log", test_env
+            )
+            fast.update(test_summary((logs / "make_test_fast.log").read_text()))
+            result["make_test_fast"] = fast
+            print(f"make test-fast: {fast['seconds']:.0f} s, {fast['summary']}")
     finally:
         if args.keep:
             print(f"clones kept in {tmp}")
