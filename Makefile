@@ -65,12 +65,14 @@ test: $(STAMP) browser
 	$(BIN)/ruff check src stages flows tests benchmarks
 	$(BIN)/python -m pytest -q
 
-# make test-fast: the loop while editing (a few minutes on 2 cores): ruff and every
-# test but the end-to-end runs of the real DVC and Prefect (pytest marker e2e; select
-# them alone with `pytest -m e2e`). CI runs the whole of `make test`.
+# make test-fast: the loop while editing (under 3 minutes on 2 cores): ruff and every
+# test but the end-to-end runs of the real DVC and Prefect (pytest marker e2e) and the
+# multi-process and bit-identity runs (marker slow), one pytest worker per core
+# (pytest-xdist; each test module on one worker). Select a tier alone with
+# `pytest -m e2e` or `pytest -m slow`; CI runs the whole of `make test`, serially.
 test-fast: $(STAMP)
 	$(BIN)/ruff check src stages flows tests benchmarks
-	$(BIN)/python -m pytest -q -m "not e2e"
+	$(BIN)/python -m pytest -q -m "not e2e and not slow" -n auto --dist loadfile
 
 # make run (seconds per stage, the no-op repro after it) and make test, each timed
 # in a fresh clone of HEAD (~45 min on 2 cores): benchmarks/results/front_door.json

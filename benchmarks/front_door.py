@@ -16,6 +16,7 @@ slowest tests. Usage
 
     python benchmarks/front_door.py                 # both commands
     python benchmarks/front_door.py --skip-test     # make run and the no-op only
+    python benchmarks/front_door.py --skip-run --only-fast --merge  # make test-fast
 """
 
 from __future__ import annotations
@@ -170,6 +171,11 @@ def main() -> None:
     p.add_argument("--skip-test", action="store_true", help="time make run only")
     p.add_argument("--skip-run", action="store_true", help="time make test only")
     p.add_argument(
+        "--only-fast",
+        action="store_true",
+        help="time make test-fast alone (after an untimed `make setup`)",
+    )
+    p.add_argument(
         "--out", type=Path, default=ROOT / "benchmarks/results/front_door.json"
     )
     p.add_argument("--keep", action="store_true", help="keep the clones (path printed)")
@@ -220,7 +226,17 @@ def main() -> None:
                 print(
                     f"dvc repro again: {again['seconds']:.1f} s, no-op {again['noop']}"
                 )
-        if not args.skip_test:
+        if args.only_fast:
+            clone = fresh_clone(tmp, "test")
+            subprocess.run(["make", "setup"], cwd=clone, env=env, check=True)
+            test_env = dict(env, PYTEST_ADDOPTS="--durations=15")
+            fast = timed(
+                ["make", "test-fast"], clone, logs / "make_test_fast.log", test_env
+            )
+            fast.update(test_summary((logs / "make_test_fast.log").read_text()))
+            result["make_test_fast"] = fast
+            print(f"make test-fast: {fast['seconds']:.0f} s, {fast['summary']}")
+        elif not args.skip_test:
             clone = fresh_clone(tmp, "test")
             test_env = dict(env, PYTEST_ADDOPTS="--durations=15")
             test = timed(["make", "test"], clone, logs / "make_test.log", test_env)

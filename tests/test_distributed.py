@@ -78,6 +78,7 @@ def _same_curve(one, two):
     assert moved > 100 * REL * float(one[0]["train_loss"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", ["transformer"])  # lstm: the resume test below
 def test_lm_on_two_processes_matches_one(tmp_path, family):
     runs = {family: {"family": family, "seed": 13}}
@@ -101,6 +102,7 @@ def test_lm_on_two_processes_matches_one(tmp_path, family):
     assert not (roots[2] / "data/checkpoints/lm" / f"{family}.pt").exists()
 
 
+@pytest.mark.slow
 def test_nmt_on_two_processes_matches_one(tmp_path):
     roots = {}
     for processes in (1, 2):
@@ -184,6 +186,7 @@ def _lm_rank(rank: int, world: int, port: int, ckpt: str, out: str) -> None:
     distributed.shutdown()
 
 
+@pytest.mark.slow
 def test_killed_ddp_run_resumes_to_the_same_weights(tmp_path):
     """The checkpoint carries every rank's TBPTT state and random generators: a
     DDP run killed after its first validation and resumed ends with the weights

@@ -215,6 +215,7 @@ def _weights_in_a_fresh_process(root, threads: int, cbwr: str | None) -> bytes:
     return b"".join(state[k].contiguous().numpy().tobytes() for k in sorted(state))
 
 
+@pytest.mark.slow  # and alone: a second test process beside it breaks bit-identity
 def test_where_training_is_bit_identical(tmp_path):
     """docs/measured.md, Determinism: the same seed, params, thread count and
     machine give byte-identical weights in fresh processes; with MKL's conditional
