@@ -202,7 +202,9 @@ def main() -> None:
         earlier = json.loads(args.out.read_text())
         for key in ("make_run", "repro_again", "make_test", "make_test_fast"):
             if key in earlier:
-                result[key] = {**earlier[key], "commit": earlier.get("commit")}
+                # an entry merged before keeps the commit it was measured at
+                commit = earlier[key].get("commit") or earlier.get("commit")
+                result[key] = {**earlier[key], "commit": commit}
     tmp = Path(tempfile.mkdtemp(prefix="firth-front-door-"))
     logs = args.out.parent / "front_door_logs"
     logs.mkdir(parents=True, exist_ok=True)
