@@ -15,6 +15,7 @@ unigram bits and dirty flag: what the report's verdicts resample."""
 from __future__ import annotations
 
 from firth import stage_cli
+from firth.accel import use_threads
 from firth.config import load_section, load_sections
 from firth.lm.stage import evaluate
 from firth.results import save, save_items
@@ -22,6 +23,7 @@ from firth.results import save, save_items
 
 def body(args) -> None:
     cfg, _ = load_sections("lm", stage_cli.params_path(args))
+    use_threads(cfg.common.threads)
     ev = load_section("evaluate_lm", stage_cli.params_path(args))
     result, detail, items = evaluate(args.root, cfg, ev, args.run)
     rep = args.root / "reports" / "lm" / args.run

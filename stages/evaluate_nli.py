@@ -8,6 +8,7 @@ reports/nli/<data>-<model>/eval.json."""
 from __future__ import annotations
 
 from firth import stage_cli
+from firth.accel import use_threads
 from firth.config import load_sections
 from firth.nli.config import EvaluateNli
 from firth.nli.stage import evaluate, setup
@@ -16,6 +17,7 @@ from firth.results import save, save_items
 
 def body(args) -> None:
     run = setup(args.root, stage_cli.params_path(args), args.data, args.model)
+    use_threads(run.cfg.threads)
     ev, _ = load_sections("evaluate_nli", run.params, schema=EvaluateNli)
     result, items = evaluate(args.root, run, ev)
     rep = args.root / "reports" / "nli" / run.name

@@ -18,6 +18,7 @@ beam output and its dirty flag: what the report's verdicts resample."""
 from __future__ import annotations
 
 from firth import stage_cli
+from firth.accel import use_threads
 from firth.config import load_section, load_sections
 from firth.io import write_folder, write_rows
 from firth.nmt.config import EvaluateNmt, Nmt
@@ -27,6 +28,7 @@ from firth.results import save, save_items
 
 def body(args) -> None:
     cfg, _ = load_sections("nmt", stage_cli.params_path(args), schema=Nmt)
+    use_threads(cfg.common.threads)
     ev = load_section("evaluate_nmt", stage_cli.params_path(args), schema=EvaluateNmt)
     result, detail, items, columns = evaluate(args.root, cfg, ev, args.run)
     rep = args.root / "reports" / "nmt" / args.run

@@ -17,6 +17,7 @@ what the report's verdicts resample."""
 from __future__ import annotations
 
 from firth import stage_cli
+from firth.accel import use_threads
 from firth.config import load_sections
 from firth.results import save, save_items
 from firth.tagging.config import EvaluateTagger
@@ -25,6 +26,7 @@ from firth.tagging.stage import evaluate, setup
 
 def body(args) -> None:
     run = setup(args.root, stage_cli.params_path(args), args.data, args.head)
+    use_threads(run.common.threads)
     ev, _ = load_sections("evaluate_tagger", run.params, schema=EvaluateTagger)
     result, items = evaluate(args.root, run, ev)
     rep = args.root / "reports" / "tagging" / run.name

@@ -14,6 +14,7 @@ its last epoch and ends with the same vectors."""
 from __future__ import annotations
 
 from firth import stage_cli
+from firth.accel import use_threads
 from firth.config import load_sections
 from firth.embeddings.methods import METHODS
 from firth.embeddings.stage import train
@@ -24,6 +25,7 @@ from firth.results import save
 def body(args) -> None:
     path = stage_cli.params_path(args)
     cfg, _ = load_sections("embeddings", path)
+    use_threads(cfg.common.threads)
     trained, ckpts = train(args.root, cfg, args.method, args.seed, path)
     run = f"{args.method}/seed-{args.seed}"
     write_folder(args.root / "data" / "embeddings" / run, trained.write)

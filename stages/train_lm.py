@@ -13,6 +13,7 @@ processes (torchrun; rank 0 writes every output)."""
 from __future__ import annotations
 
 from firth import distributed, stage_cli
+from firth.accel import use_threads
 from firth.config import load_sections
 from firth.io import write_curve, write_folder
 from firth.lm.stage import LmTraining
@@ -22,6 +23,7 @@ from firth.training import curve_columns
 
 def body(args) -> None:
     cfg, _ = load_sections("lm", stage_cli.params_path(args))
+    use_threads(cfg.common.threads)
     job = LmTraining(args.root, cfg, args.run)
     if job.family == "kn":
         trained = job.kneser_ney()

@@ -13,6 +13,7 @@ outputs): a killed stage resumes and ends with the same weights."""
 from __future__ import annotations
 
 from firth import distributed, stage_cli
+from firth.accel import use_threads
 from firth.io import write_curve, write_folder
 from firth.nli.stage import setup, train_seed
 from firth.results import save
@@ -23,6 +24,7 @@ CURVE = curve_columns("valid_accuracy")
 
 def body(args) -> None:
     run = setup(args.root, stage_cli.params_path(args), args.data, args.model)
+    use_threads(run.cfg.threads)
     accel, _ = distributed.start_stage(
         args, device=run.cfg.device, key="nli.device", script=__file__, ddp=False
     )

@@ -14,6 +14,7 @@ processes (torchrun; rank 0 writes every output)."""
 from __future__ import annotations
 
 from firth import distributed, stage_cli
+from firth.accel import use_threads
 from firth.config import load_sections
 from firth.io import write_curve, write_folder
 from firth.nmt.config import Nmt
@@ -26,6 +27,7 @@ CURVE = curve_columns("valid_loss", "valid_perplexity", "valid_bleu")
 
 def body(args) -> None:
     cfg, _ = load_sections("nmt", stage_cli.params_path(args), schema=Nmt)
+    use_threads(cfg.common.threads)
     job = NmtTraining(args.root, cfg, args.run)
     started = distributed.start_stage(
         args,

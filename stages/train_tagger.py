@@ -13,6 +13,7 @@ ending with the same weights."""
 from __future__ import annotations
 
 from firth import distributed, stage_cli
+from firth.accel import use_threads
 from firth.io import write_curve, write_folder
 from firth.results import save
 from firth.tagging.stage import CellTraining, setup
@@ -23,6 +24,7 @@ CURVE = ["init", "seed", *curve_columns("valid_score")]
 
 def body(args) -> None:
     run = setup(args.root, stage_cli.params_path(args), args.data, args.head)
+    use_threads(run.common.threads)
     job = CellTraining(args.root, run, args.seed)
     accel, _ = distributed.start_stage(
         args,

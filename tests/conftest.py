@@ -7,6 +7,17 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # so tests can import stages.<name>
 
 
+def pytest_configure(config):
+    """Under pytest-xdist (make test-fast) one torch thread per worker: the workers
+    already fill the cores, and two-thread kernels beside them only contend."""
+    import os
+
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        import torch
+
+        torch.set_num_threads(1)
+
+
 @pytest.fixture(scope="session")
 def harness():
     """One Prefect test server (a temporary database) for every test that runs a

@@ -8,8 +8,7 @@ import torch
 from test_lm_neural import _fit
 
 from firth.accel import Accel, resolve_device, resolve_precision
-from firth.config import Accel as AccelSection
-from firth.config import validate_section
+from firth.config import AccelParams, validate_section
 from firth.errors import ConfigError
 
 CPU, CUDA = torch.device("cpu"), torch.device("cuda")
@@ -38,11 +37,11 @@ def test_cuda_without_a_gpu_names_the_key():
 
 def test_accel_section_refuses_bad_values():
     ok = {"precision": "auto", "compile": False, "processes": 1}
-    assert validate_section(AccelSection, ok, name="accel").processes == 1
+    assert validate_section(AccelParams, ok, name="accel").processes == 1
     with pytest.raises(ConfigError, match="accel.precision"):
-        validate_section(AccelSection, {**ok, "precision": "fp16"}, name="accel")
+        validate_section(AccelParams, {**ok, "precision": "fp16"}, name="accel")
     with pytest.raises(ConfigError, match="accel.processes"):
-        validate_section(AccelSection, {**ok, "processes": 0}, name="accel")
+        validate_section(AccelParams, {**ok, "processes": 0}, name="accel")
 
 
 def test_the_cpu_default_is_the_plain_path():

@@ -36,6 +36,14 @@ log = logging.getLogger(__name__)
 Precision = Literal["auto", "fp32", "tf32", "bf16"]
 
 
+def use_threads(threads: int) -> None:
+    """torch's intra-op threads for this process: ``threads`` (a section's
+    ``threads`` key), or torch's default, every core, for 0. Each stage sets it
+    once, explicitly, after reading its params."""
+    if threads:
+        torch.set_num_threads(threads)
+
+
 def resolve_device(name: str, *, key: str = "device") -> torch.device:
     """``auto`` -> CUDA when torch sees a GPU, else the CPU; ``cuda`` without a GPU
     is an error naming ``key``."""

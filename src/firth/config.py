@@ -146,8 +146,9 @@ class Verdicts(ParamSection):
     equivalence_margin: float = Field(gt=0)
 
 
-class Accel(ParamSection):
-    """How the neural trainers compute (firth.accel, firth.distributed)."""
+class AccelParams(ParamSection):
+    """The ``accel`` params section: how the neural trainers compute (resolved into
+    a firth.accel.Accel per stage; firth.distributed)."""
 
     precision: Literal["auto", "fp32", "tf32", "bf16"]
     compile: bool
@@ -363,7 +364,7 @@ SECTIONS: dict[str, type[BaseModel]] = {
     "tokenizer": Tokenizer,
     "report": Report,
     "verdicts": Verdicts,
-    "accel": Accel,
+    "accel": AccelParams,
     "embeddings": Embeddings,
     "evaluate_embeddings": EvaluateEmbeddings,
     "lm": Lm,

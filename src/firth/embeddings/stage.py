@@ -89,8 +89,6 @@ def train(
     the similarity sets kept): its vectors folder, statistics and loss curve;
     clear the checkpoints once written."""
     check_seed(where, f"embeddings.seeds.{method}", seed, cfg.seeds[method])
-    if cfg.common.threads:
-        torch.set_num_threads(cfg.common.threads)
     src = root / "data" / "subsampled" / "text" / "train.txt"
     corpus, sentences = load_corpus(
         src,

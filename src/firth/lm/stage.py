@@ -38,11 +38,9 @@ RECURRENT = ("elman", "lstm", "gru")
 
 
 def select(cfg: Lm, name: str, error: type[Exception] = ConfigError) -> LmRun:
-    """The run ``name`` of ``lm.runs``; sets the torch threads."""
+    """The run ``name`` of ``lm.runs``."""
     if name not in cfg.runs:
         raise error(f"lm.runs has no run '{name}' (runs: {', '.join(cfg.runs)})")
-    if cfg.common.threads:
-        torch.set_num_threads(cfg.common.threads)
     return cfg.runs[name]
 
 

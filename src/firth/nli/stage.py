@@ -58,8 +58,6 @@ def setup(root: Path, params: Path, data: str, model: str) -> NliRun:
             f"{params}: key 'nli.data' names '{data}', but there is no source "
             f"'sources.nli.{data}'"
         )
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
     return NliRun(
         params=params,
         cfg=cfg,

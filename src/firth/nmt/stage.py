@@ -62,8 +62,6 @@ def select(cfg: Nmt, name: str, *, baseline: bool = False) -> NmtRun | None:
         raise ConfigError(
             f"nmt.runs has no run '{name}' (runs: {', '.join(cfg.runs)}{also})"
         )
-    if cfg.common.threads:
-        torch.set_num_threads(cfg.common.threads)
     return cfg.runs.get(name)
 
 

@@ -9,7 +9,7 @@ from typing import Literal, Self
 
 from pydantic import Field, model_validator
 
-from firth.param_section import ParamSection
+from firth.param_section import ParamSection, check_distinct
 
 
 class TaggerCommon(ParamSection):
@@ -40,10 +40,7 @@ class Tagger(ParamSection):
 
     @model_validator(mode="after")
     def _distinct(self) -> Self:
-        for key in ("data", "heads", "seeds"):
-            values = getattr(self, key)
-            if len(set(values)) != len(values):
-                raise ValueError(f"{key} lists a value twice")
+        check_distinct(self, ("data", "heads", "seeds"))
         return self
 
 

@@ -70,8 +70,6 @@ def setup(root: Path, params: Path, data: str, head: str) -> TaggerRun:
             f"{params}: key 'tagger.data' names '{data}', but there is no source "
             f"'sources.tagged.{data}'"
         )
-    if cfg.common.threads:
-        torch.set_num_threads(cfg.common.threads)
     return TaggerRun(
         params=params,
         cfg=cfg,
