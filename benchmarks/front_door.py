@@ -166,6 +166,15 @@ def environment() -> dict:
     return env
 
 
+def time_fast(clone: Path, logs: Path, env: dict) -> dict:
+    """`make test-fast` timed in ``clone`` (its .venv already set up), with its
+    test summary."""
+    fast = timed(["make", "test-fast"], clone, logs / "make_test_fast.log", env)
+    fast.update(test_summary((logs / "make_test_fast.log").read_text()))
+    print(f"make test-fast: {fast['seconds']:.0f} s, {fast['summary']}")
+    return fast
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--skip-test", action="store_true", help="time make run only")
@@ -232,12 +241,7 @@ def main() -> None:
             clone = fresh_clone(tmp, "test")
             subprocess.run(["make", "setup"], cwd=clone, env=env, check=True)
             test_env = dict(env, PYTEST_ADDOPTS="--durations=15")
-            fast = timed(
-                ["make", "test-fast"], clone, logs / "make_test_fast.log", test_env
-            )
-            fast.update(test_summary((logs / "make_test_fast.log").read_text()))
-            result["make_test_fast"] = fast
-            print(f"make test-fast: {fast['seconds']:.0f} s, {fast['summary']}")
+            result["make_test_fast"] = time_fast(clone, logs, test_env)
         elif not args.skip_test:
             clone = fresh_clone(tmp, "test")
             test_env = dict(env, PYTEST_ADDOPTS="--durations=15")
@@ -247,12 +251,7 @@ def main() -> None:
             result["make_test"] = test
             print(f"make test: {test['seconds']:.0f} s, {test['summary']}")
             # the editing loop, in the same clone (its .venv already set up)
-            fast = timed(
-                ["make", "test-fast"], clone, logs / "make_test_fast.log", test_env
-            )
-            fast.update(test_summary((logs / "make_test_fast.log").read_text()))
-            result["make_test_fast"] = fast
-            print(f"make test-fast: {fast['seconds']:.0f} s, {fast['summary']}")
+            result["make_test_fast"] = time_fast(clone, logs, test_env)
     finally:
         if args.keep:
             print(f"clones kept in {tmp}")
