@@ -131,11 +131,13 @@ def main() -> None:
         inputs[dep] = {"from": sources.get(dep, "."), "sha256": sha256(origin)}
     (scratch / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
-    argv = [*shlex.split(cmd), "--root", str(scratch)]
+    # the stage's own command (its paths relative to the project) run in scratch
+    argv = shlex.split(cmd)
     argv[0] = sys.executable if argv[0] == "python" else argv[0]
+    argv[1] = str(ROOT / argv[1])
     before = speed_probe()
     t0 = time.monotonic()
-    proc = subprocess.run(argv, cwd=ROOT, env=env)
+    proc = subprocess.run(argv, cwd=scratch, env=env)
     seconds = time.monotonic() - t0
     result = {
         "machine": machine(),

@@ -35,6 +35,8 @@ import torch
 import yaml
 from common import head_commit, machine, write_result
 
+from firth.query import stage_command
+
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = Path(os.environ.get("FIRTH_PROJECT", ROOT))
 VARIANTS = {"plain": {}, "cbwr": {"MKL_CBWR": "AUTO,STRICT"}}
@@ -58,8 +60,10 @@ def _train(root: Path, run: str, env: dict) -> tuple[dict, float, float]:
     shutil.rmtree(root / "data" / "lm" / run, ignore_errors=True)
     shutil.rmtree(root / "data" / "checkpoints", ignore_errors=True)
     t0 = time.perf_counter()
+    _python, script, *args = stage_command(PROJECT, f"train-lm@{run}")
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "stages/train_lm.py"), run, "--root", str(root)],
+        [sys.executable, str(ROOT / script), *args],
+        cwd=root,
         env=env,
         capture_output=True,
         text=True,

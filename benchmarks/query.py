@@ -41,14 +41,22 @@ def _translate(run: str, n: int, repeat: int, queue) -> None:
     from firth.nmt.config import EvaluateNmt, Nmt
     from firth.nmt.data import Pairs, read_pairs
     from firth.nmt.stage import Translator, select
+    from firth.query import stage_paths
 
     params = PROJECT / "params.yaml"
     cfg, _ = load_sections("nmt", params, schema=Nmt)
     ev = load_section("evaluate_nmt", params, schema=EvaluateNmt)
-    test = read_pairs(PROJECT / "data" / "subsampled" / "parallel" / "test.tsv")
+    test = read_pairs(stage_paths(PROJECT, f"evaluate-nmt@{run}")["test"])
     src = test.source[:n]
+    paths = stage_paths(PROJECT, f"train-nmt@{run}")
     tr = Translator(
-        PROJECT, cfg, ev, run, select(cfg, run), Pairs(test.ids[:n], src, src)
+        cfg,
+        ev,
+        run,
+        select(cfg, run),
+        Pairs(test.ids[:n], src, src),
+        model=paths["out"],
+        tokenizer=paths["tokenizer"],
     )
     row = {"task": "translate", "run": run, "sentences": len(src)}
     for name, beam in (("greedy", 1), ("beam", ev.beam)):
@@ -59,10 +67,11 @@ def _translate(run: str, n: int, repeat: int, queue) -> None:
 
 
 def _tag(run: str, repeat: int, queue) -> None:
+    from firth.query import stage_paths
     from firth.query.tag import load, predict_tags, read_input
 
-    folder = PROJECT / "data" / "subsampled" / "tagged" / run.rsplit("-", 1)[0]
-    sents = read_input((folder / "test.conll").read_text(encoding="utf-8"))
+    test = stage_paths(PROJECT, f"evaluate-tagger@{run}")["test"]
+    sents = read_input(test.read_text(encoding="utf-8"))
     model, vocab, device, _ = load(PROJECT, PROJECT / "params.yaml", run)
     seconds = _best(lambda: predict_tags(model, vocab, device, sents), repeat)
     queue.put(
@@ -78,14 +87,12 @@ def _tag(run: str, repeat: int, queue) -> None:
 def _score(run: str, repeat: int, queue) -> None:
     from firth.config import load_sections
     from firth.lm.stage import Scorer
+    from firth.query import stage_paths
 
     cfg, _ = load_sections("lm", PROJECT / "params.yaml")
-    scorer = Scorer(PROJECT, cfg, run)
-    lines = (
-        (PROJECT / "data" / "subsampled" / "text" / "test.txt")
-        .read_text(encoding="utf-8")
-        .splitlines()
-    )
+    scorer = Scorer(stage_paths(PROJECT, f"train-lm@{run}")["out"], cfg, run)
+    test = stage_paths(PROJECT, f"evaluate-lm@{run}")["test"]
+    lines = test.read_text(encoding="utf-8").splitlines()
     out = scorer.split(lines, None)
     seconds = _best(lambda: scorer.split(lines, None), repeat)
     queue.put(
@@ -100,8 +107,9 @@ def _score(run: str, repeat: int, queue) -> None:
 
 def _neighbours(method: str, seed: int, repeat: int, queue) -> None:
     from firth.embeddings.vectors import load_word2vec
+    from firth.query import stage_paths
 
-    folder = PROJECT / "data" / "embeddings" / method / f"seed-{seed}"
+    folder = stage_paths(PROJECT, f"train-embeddings-{method}@{seed}")["out"]
     emb = load_word2vec(folder / "vectors.txt")
     words = emb.words[:200]
     index = emb.index()

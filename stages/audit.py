@@ -8,10 +8,10 @@ exact duplicates and MinHash near duplicates (firth.audit.overlap).
   training targets.
 - ``text``: each line of the language models' test text
   (data/subsampled/text/test.txt) against the training lines (train.txt).
-- ``nli <name>``: each test pair of data/raw/nli/<name>/examples.jsonl (premise and
+- ``nli``: each test pair of data/raw/nli/<name>/examples.jsonl (premise and
   hypothesis joined by a space) against every pair of the other splits (training,
   and validation, which picks the epoch).
-- ``tagged <name>``: each test sentence of data/subsampled/tagged/<name>/ against
+- ``tagged``: each test sentence of data/subsampled/tagged/<name>/ against
   the training sentences, and (n-gram overlap only: its lines are whole documents)
   against the text corpus the pretrained word vectors were trained on
   (data/subsampled/text/train.txt).
@@ -31,24 +31,23 @@ from firth.io import write_folder, write_json, write_rows
 
 
 def body(args) -> None:
-    path = stage_cli.params_path(args)
-    cfg, _ = load_sections("audit", path, schema=AuditParams)
-    audited = KINDS[args.kind](args.root, cfg, path, args.name)
+    cfg, _ = load_sections("audit", stage_cli.params_path(args), schema=AuditParams)
+    audited = KINDS[args.kind](cfg, test=args.test, train=args.train, text=args.text)
     header, rows = flag_rows(audited)
     write_folder(
-        args.root / "data" / "audit" / audited.flags_dir,
-        lambda d: write_rows(d / "flags.tsv", header, rows, delimiter="\t"),
+        args.out, lambda d: write_rows(d / "flags.tsv", header, rows, delimiter="\t")
     )
-    report = summary(args.root, audited, cfg, args.kind)
-    write_json(args.root / "reports" / "audit" / audited.summary, report)
+    write_json(args.summary, summary(audited, cfg, args.kind))
 
 
 def main(argv=None) -> None:
     p = stage_cli.parser(__doc__)
     p.add_argument("kind", choices=list(KINDS))
-    p.add_argument(
-        "name", nargs="?", help="tagged, nli: a name under sources.tagged / .nli"
-    )
+    stage_cli.path(p, "test", "the evaluation set (nli: the examples file)")
+    stage_cli.path(p, "train", "the training set to check it against", required=False)
+    stage_cli.path(p, "text", "tagged: the word vectors' training text", required=False)
+    stage_cli.path(p, "out", "the folder of flags.tsv to write")
+    stage_cli.path(p, "summary", "the audit's summary (JSON)")
     stage_cli.run(body, p, argv)
 
 

@@ -28,9 +28,9 @@ def body(args) -> None:
     cfg, _ = load_sections("evaluate_embeddings", path)
     seeds = load_sections("embeddings", path)[0].seeds[args.method]
     result, detail, sections, items = evaluate_method(
-        args.root, args.method, seeds, cfg
+        args.vectors, args.eval, args.method, seeds, cfg
     )
-    rep = args.root / "reports" / "embeddings" / args.method
+    rep = args.reports
     save(rep / "eval.json", result)
     save(rep / "eval_detail.json", detail)
     save_items(rep / "items.json.gz", items)
@@ -40,6 +40,9 @@ def body(args) -> None:
 def main(argv=None) -> None:
     p = stage_cli.parser(__doc__)
     p.add_argument("method", choices=METHODS)
+    stage_cli.path(p, "vectors", "the method's folder of seed-<seed> vectors")
+    stage_cli.path(p, "eval", "the analogy and similarity sets")
+    stage_cli.path(p, "reports", "the folder of eval.json, its detail and items")
     stage_cli.run(body, p, argv)
 
 

@@ -25,8 +25,16 @@ def body(args) -> None:
     cfg, _ = load_sections("lm", stage_cli.params_path(args))
     use_threads(cfg.common.threads)
     ev = load_section("evaluate_lm", stage_cli.params_path(args))
-    result, detail, items = evaluate(args.root, cfg, ev, args.run)
-    rep = args.root / "reports" / "lm" / args.run
+    result, detail, items = evaluate(
+        cfg,
+        ev,
+        args.run,
+        model=args.model,
+        test=args.test,
+        valid=args.valid,
+        flags=args.flags,
+    )
+    rep = args.reports
     save(rep / "eval.json", result)
     save(rep / "eval_detail.json", detail)
     save_items(rep / "items.json.gz", items)
@@ -35,6 +43,11 @@ def body(args) -> None:
 def main(argv=None) -> None:
     p = stage_cli.parser(__doc__)
     p.add_argument("run", help="a name under lm.runs in params.yaml")
+    stage_cli.path(p, "model", "the trained run's folder")
+    stage_cli.path(p, "test", "the test text")
+    stage_cli.path(p, "valid", "the validation text")
+    stage_cli.path(p, "flags", "the text audit's flags.tsv")
+    stage_cli.path(p, "reports", "the folder of eval.json, its detail and items")
     stage_cli.run(body, p, argv)
 
 

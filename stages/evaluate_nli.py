@@ -16,19 +16,24 @@ from firth.results import save, save_items
 
 
 def body(args) -> None:
-    run = setup(args.root, stage_cli.params_path(args), args.data, args.model)
+    run = setup(stage_cli.params_path(args), args.data, args.model)
     use_threads(run.cfg.threads)
     ev, _ = load_sections("evaluate_nli", run.params, schema=EvaluateNli)
-    result, items = evaluate(args.root, run, ev)
-    rep = args.root / "reports" / "nli" / run.name
-    save(rep / "eval.json", result)
-    save_items(rep / "items.json.gz", items)
+    result, items = evaluate(
+        run, ev, examples=args.examples, models_dir=args.models, flags=args.flags
+    )
+    save(args.reports / "eval.json", result)
+    save_items(args.reports / "items.json.gz", items)
 
 
 def main(argv=None) -> None:
     p = stage_cli.parser(__doc__)
     p.add_argument("data", help="a name in nli.data (a source under sources.nli)")
     p.add_argument("model", help="a model in nli.models: pair | hypothesis")
+    stage_cli.path(p, "examples", "the source's examples (JSON lines)")
+    stage_cli.path(p, "models", "the run's folder of seed-<seed> models")
+    stage_cli.path(p, "flags", "the NLI audit's flags.tsv")
+    stage_cli.path(p, "reports", "the folder of eval.json and items")
     stage_cli.run(body, p, argv)
 
 

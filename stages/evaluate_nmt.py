@@ -30,14 +30,22 @@ def body(args) -> None:
     cfg, _ = load_sections("nmt", stage_cli.params_path(args), schema=Nmt)
     use_threads(cfg.common.threads)
     ev = load_section("evaluate_nmt", stage_cli.params_path(args), schema=EvaluateNmt)
-    result, detail, items, columns = evaluate(args.root, cfg, ev, args.run)
-    rep = args.root / "reports" / "nmt" / args.run
+    result, detail, items, columns = evaluate(
+        cfg,
+        ev,
+        args.run,
+        test_path=args.test,
+        flags=args.flags,
+        model=args.model,
+        tokenizer=args.tokenizer,
+    )
+    rep = args.reports
     save(rep / "eval.json", result)
     save(rep / "eval_detail.json", detail)
     save_items(rep / "items.json.gz", items)
     rows = zip(*columns.values(), strict=True)
     write_folder(
-        args.root / "data" / "nmt-eval" / args.run,
+        args.out,
         lambda folder: write_rows(
             folder / "test.tsv", list(columns), rows, delimiter="\t"
         ),
@@ -47,6 +55,16 @@ def body(args) -> None:
 def main(argv=None) -> None:
     p = stage_cli.parser(__doc__)
     p.add_argument("run", help=f"a name under nmt.runs in params.yaml, or {COPY}")
+    stage_cli.path(
+        p, "model", f"the trained run's folder (not for {COPY})", required=False
+    )
+    stage_cli.path(
+        p, "tokenizer", f"the joint BPE's folder (not for {COPY})", required=False
+    )
+    stage_cli.path(p, "test", "the test pairs (TSV)")
+    stage_cli.path(p, "flags", "the parallel audit's flags.tsv")
+    stage_cli.path(p, "out", "the folder of the translations (test.tsv) to write")
+    stage_cli.path(p, "reports", "the folder of eval.json, its detail and items")
     stage_cli.run(body, p, argv)
 
 

@@ -21,17 +21,17 @@ from firth.accel import use_threads
 from firth.config import load_sections
 from firth.results import save, save_items
 from firth.tagging.config import EvaluateTagger
-from firth.tagging.stage import evaluate, setup
+from firth.tagging.stage import TestSplit, evaluate, setup
 
 
 def body(args) -> None:
-    run = setup(args.root, stage_cli.params_path(args), args.data, args.head)
+    run = setup(stage_cli.params_path(args), args.data, args.head)
     use_threads(run.common.threads)
     ev, _ = load_sections("evaluate_tagger", run.params, schema=EvaluateTagger)
-    result, items = evaluate(args.root, run, ev)
-    rep = args.root / "reports" / "tagging" / run.name
-    save(rep / "eval.json", result)
-    save_items(rep / "items.json.gz", items)
+    test = TestSplit(args.train, args.test, args.flags)
+    result, items = evaluate(run, ev, test, args.models)
+    save(args.reports / "eval.json", result)
+    save_items(args.reports / "items.json.gz", items)
 
 
 def main(argv=None) -> None:
@@ -40,6 +40,11 @@ def main(argv=None) -> None:
     p.add_argument(
         "head", help="a head in tagger.heads: softmax | crf | crf-constrained"
     )
+    stage_cli.path(p, "models", "the run's folder of seed-<seed> models")
+    stage_cli.path(p, "train", "the training sentences (CoNLL; forms, scheme)")
+    stage_cli.path(p, "test", "the test sentences (CoNLL)")
+    stage_cli.path(p, "flags", "the tagged audit's flags.tsv")
+    stage_cli.path(p, "reports", "the folder of eval.json and items")
     stage_cli.run(body, p, argv)
 
 

@@ -28,27 +28,28 @@ def body(args) -> None:
             f"params.yaml: no source 'sources.{args.group}.{args.name}' "
             f"(have: {', '.join(sources) or 'none'})"
         )
-    out = args.root / "data" / "raw" / args.group / args.name
-    committed = args.root / "reports" / "sources" / args.group / f"{args.name}.json"
     record = fetch(
         args.name,
         sources[args.name],
-        out,
-        cache_dir=args.root / "data" / "cache",
-        previous=committed,
+        args.out,
+        cache_dir=args.cache,
+        previous=args.record,
     )
     if record["format"] not in GROUP_FORMATS[args.group]:
         raise DataError(
             f"sources.{args.group}.{args.name}: a {record['format']} source "
             f"cannot serve the {args.group} group"
         )
-    write_json(committed, record)
+    write_json(args.record, record)
 
 
 def main(argv=None) -> None:
     p = stage_cli.parser(__doc__)
     p.add_argument("group", choices=sorted(GROUP_FORMATS))
     p.add_argument("name")
+    stage_cli.path(p, "out", "the raw folder to fill (data/raw/<group>/<name>)")
+    stage_cli.path(p, "record", "its committed provenance record (JSON)")
+    stage_cli.path(p, "cache", "download cache, outside DVC's outputs")
     stage_cli.run(body, p, argv)
 
 

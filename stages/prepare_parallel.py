@@ -20,9 +20,9 @@ def body(args) -> None:
             f"{path}: key 'prepare_parallel.source': {cfg.source!r} is not "
             f"in sources.parallel (have: {', '.join(sources) or 'none'})"
         )
-    raw = args.root / "data" / "raw" / "parallel" / cfg.source
+    raw = args.raw / cfg.source
     provenance = checked_raw(raw)  # before reading it
-    with atomic_path(args.root / "data" / "prepared" / "parallel") as tmp:
+    with atomic_path(args.out) as tmp:
         tmp.mkdir()
         stats = prepare_parallel(
             raw / "pairs.tsv",
@@ -35,11 +35,15 @@ def body(args) -> None:
         )
     stats["source"] = cfg.source
     stats["provenance"] = provenance
-    write_json(args.root / "reports" / "data" / "parallel.json", stats)
+    write_json(args.stats, stats)
 
 
 def main(argv=None) -> None:
-    stage_cli.run(body, stage_cli.parser(__doc__), argv)
+    p = stage_cli.parser(__doc__)
+    stage_cli.path(p, "raw", "the fetched parallel sources (one folder per source)")
+    stage_cli.path(p, "out", "the prepared splits to write")
+    stage_cli.path(p, "stats", "the preparation statistics (JSON)")
+    stage_cli.run(body, p, argv)
 
 
 if __name__ == "__main__":

@@ -17,10 +17,10 @@ def body(args) -> None:
     cfg, seed = load_sections("prepare_tagged", path)
     if args.name not in load_sources("tagged", path):
         raise ConfigError(f"{path}: no source 'sources.tagged.{args.name}'")
-    raw = args.root / "data" / "raw" / "tagged" / args.name
+    raw = args.raw
     provenance = checked_raw(raw)  # before reading it
     check_mostly_bio(sorted(raw.glob("*.conll")))
-    with atomic_path(args.root / "data" / "prepared" / "tagged" / args.name) as tmp:
+    with atomic_path(args.out) as tmp:
         tmp.mkdir()
         stats = prepare_tagged(
             raw,
@@ -32,12 +32,15 @@ def body(args) -> None:
             dedup=cfg.dedup,
         )
     stats["provenance"] = provenance
-    write_json(args.root / "reports" / "data" / f"tagged_{args.name}.json", stats)
+    write_json(args.stats, stats)
 
 
 def main(argv=None) -> None:
     p = stage_cli.parser(__doc__)
     p.add_argument("name")
+    stage_cli.path(p, "raw", "the fetched source (data/raw/tagged/<name>)")
+    stage_cli.path(p, "out", "the prepared splits to write")
+    stage_cli.path(p, "stats", "the preparation statistics (JSON)")
     stage_cli.run(body, p, argv)
 
 

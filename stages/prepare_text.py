@@ -13,9 +13,9 @@ def body(args) -> None:
     path = stage_cli.params_path(args)
     cfg, seed = load_sections("prepare_text", path)
     names = list(load_sources("text", path))
-    raw = {n: args.root / "data" / "raw" / "text" / n for n in names}
+    raw = {n: args.raw / n for n in names}
     provenance = {n: checked_raw(raw[n]) for n in names}  # before reading
-    with atomic_path(args.root / "data" / "prepared" / "text") as tmp:
+    with atomic_path(args.out) as tmp:
         tmp.mkdir()
         stats = prepare_text(
             raw,
@@ -27,11 +27,15 @@ def body(args) -> None:
             min_tokens=cfg.min_tokens,
         )
     stats["provenance"] = provenance
-    write_json(args.root / "reports" / "data" / "text.json", stats)
+    write_json(args.stats, stats)
 
 
 def main(argv=None) -> None:
-    stage_cli.run(body, stage_cli.parser(__doc__), argv)
+    p = stage_cli.parser(__doc__)
+    stage_cli.path(p, "raw", "the fetched text sources (one folder per source)")
+    stage_cli.path(p, "out", "the prepared splits to write")
+    stage_cli.path(p, "stats", "the preparation statistics (JSON)")
+    stage_cli.run(body, p, argv)
 
 
 if __name__ == "__main__":

@@ -5,8 +5,6 @@ statistics (firth.scorecard), by the ``verdicts`` rule."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import yaml
 
 from firth import render, stage_cli
@@ -22,10 +20,11 @@ def body(args) -> None:
     cfg, seed = load_sections("report", params_file)
     rule, margin = rule_of(load_section("verdicts", params_file))
     params = yaml.safe_load(params_file.read_text(encoding="utf-8"))
-    bench = args.benchmarks or args.root / "benchmarks" / "results"
-    sections, meta, card = build(args.root, params, bench, rule=rule, margin=margin)
+    reports, figures = args.reports, {}
+    sections, meta, card = build(
+        reports, params, args.benchmarks, rule=rule, margin=margin
+    )
     meta = {"code revision": meta.pop("code revision"), "seed": str(seed), **meta}
-    reports, figures = args.root / "reports", {}
     for sec in sections:
         for i, (caption, png) in enumerate(sec.figures):
             figures[caption] = name = figure_name(sec.title, i)
@@ -40,13 +39,13 @@ def body(args) -> None:
 
 def main(argv=None) -> None:
     p = stage_cli.parser(__doc__)
-    p.add_argument(
-        "--benchmarks",
-        type=Path,
-        default=None,
-        help="folder of the benchmark results the report cites "
-        "(default: ROOT/benchmarks/results)",
+    stage_cli.path(
+        p,
+        "reports",
+        "the reports folder: every task's records in, index.md, index.html, "
+        "figures/ and scorecard.json out",
     )
+    stage_cli.path(p, "benchmarks", "the benchmark results the report cites")
     stage_cli.run(body, p, argv)
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from firth import stage_cli
 from firth.config import load_sections
-from firth.errors import ConfigError
 from firth.io import atomic_path, write_json
 from firth.subsample import one, subsample_file, words
 
@@ -22,17 +21,14 @@ KINDS = {
 def body(args) -> None:
     cfg, seed = load_sections("subsample", stage_cli.params_path(args))
     kind = args.kind
-    if kind == "tagged" and not args.name:
-        raise ConfigError("subsample tagged needs the name of the tagged corpus")
-    rel = f"{kind}/{args.name}" if kind == "tagged" else kind
-    src = args.root / "data" / "prepared" / rel
+    src = args.src
     train_key, eval_key, suffix, size, blank = KINDS[kind]
     section = getattr(cfg, kind)
     eval_budget = getattr(section, eval_key)
     budgets = {"train": getattr(section, train_key), "valid": eval_budget}
     budgets["test"] = eval_budget
     stats = {}
-    with atomic_path(args.root / "data" / "subsampled" / rel) as tmp:
+    with atomic_path(args.out) as tmp:
         tmp.mkdir()
         for split in SPLITS:
             stats[split] = subsample_file(
@@ -43,14 +39,15 @@ def body(args) -> None:
                 size=size,
                 blank_separated=blank,
             )
-    name = f"subsample_{kind}" + (f"_{args.name}" if kind == "tagged" else "")
-    write_json(args.root / "reports" / "data" / f"{name}.json", stats)
+    write_json(args.stats, stats)
 
 
 def main(argv=None) -> None:
     p = stage_cli.parser(__doc__)
     p.add_argument("kind", choices=["text", "parallel", "tagged"])
-    p.add_argument("name", nargs="?", default="")
+    stage_cli.path(p, "src", "the prepared splits")
+    stage_cli.path(p, "out", "the subsampled splits to write")
+    stage_cli.path(p, "stats", "the subsample statistics (JSON)")
     stage_cli.run(body, p, argv)
 
 

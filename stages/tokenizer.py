@@ -15,22 +15,25 @@ from firth.io import write_folder, write_json, write_rows
 def body(args) -> None:
     cfg, _ = load_sections("tokenizer", stage_cli.params_path(args))
     kind = args.kind
-    trained = train_corpus(args.root / "data" / "subsampled" / kind, kind, cfg)
+    trained = train_corpus(args.data, kind, cfg)
 
     def fill(folder):
         trained.tokenizer.save(str(folder / "tokenizer.json"))
         settings = json.dumps(trained.settings, indent=2)
         (folder / "config.json").write_text(settings + "\n")
 
-    write_folder(args.root / "data" / "tokenizers" / kind, fill)
-    out = args.root / "reports" / "tokenizers"
-    write_rows(out / f"{kind}.csv", *trained.table())
-    write_json(out / f"{kind}.json", trained.summary)
+    write_folder(args.out, fill)
+    write_rows(args.table, *trained.table())
+    write_json(args.stats, trained.summary)
 
 
 def main(argv=None) -> None:
     p = stage_cli.parser(__doc__)
     p.add_argument("kind", choices=["text", "parallel"])
+    stage_cli.path(p, "data", "the subsampled splits to train on")
+    stage_cli.path(p, "out", "the tokenizer folder to write")
+    stage_cli.path(p, "table", "tokens per line against vocabulary size (CSV)")
+    stage_cli.path(p, "stats", "the tokenizer's summary (JSON)")
     stage_cli.run(body, p, argv)
 
 

@@ -18,21 +18,23 @@ from firth.accel import use_threads
 from firth.config import load_sections
 from firth.embeddings.methods import METHODS
 from firth.embeddings.stage import train
-from firth.io import write_curve, write_folder
-from firth.results import save
 
 
 def body(args) -> None:
     path = stage_cli.params_path(args)
     cfg, _ = load_sections("embeddings", path)
     use_threads(cfg.common.threads)
-    trained, ckpts = train(args.root, cfg, args.method, args.seed, path)
-    run = f"{args.method}/seed-{args.seed}"
-    write_folder(args.root / "data" / "embeddings" / run, trained.write)
-    rep = args.root / "reports" / "embeddings" / run
-    save(rep / "train.json", trained.stats)
-    if trained.curve:
-        write_curve(rep / "loss.csv", trained.curve, ["epoch", "loss"])
+    trained, ckpts = train(
+        cfg,
+        args.method,
+        args.seed,
+        path,
+        src=args.text,
+        eval_dir=args.eval,
+        checkpoints=args.checkpoints,
+    )
+    curve = "loss.csv" if trained.curve else None
+    trained.save(args.out, args.reports, ["epoch", "loss"], curve=curve)
     for ckpt in ckpts:
         ckpt.clear()
 
@@ -41,6 +43,13 @@ def main(argv=None) -> None:
     p = stage_cli.parser(__doc__)
     p.add_argument("method", choices=METHODS)
     p.add_argument("seed", type=int, help="a seed in embeddings.seeds.<method>")
+    stage_cli.path(p, "text", "the training text (one sentence per line)")
+    stage_cli.path(
+        p, "eval", "sgns, ppmi-svd: the similarity sets to tune on", required=False
+    )
+    stage_cli.path(p, "out", "the vectors folder to write")
+    stage_cli.path(p, "reports", "the folder of train.json and loss.csv")
+    stage_cli.path(p, "checkpoints", "checkpoint folder, outside DVC's outputs")
     stage_cli.run(body, p, argv)
 
 

@@ -15,45 +15,51 @@ from __future__ import annotations
 from firth import distributed, stage_cli
 from firth.accel import use_threads
 from firth.config import load_sections
-from firth.io import write_curve, write_folder
 from firth.lm.stage import LmTraining
-from firth.results import save
 from firth.training import curve_columns
+
+CURVE = curve_columns("valid_loss", "valid_perplexity")
 
 
 def body(args) -> None:
     cfg, _ = load_sections("lm", stage_cli.params_path(args))
     use_threads(cfg.common.threads)
-    job = LmTraining(args.root, cfg, args.run)
+    job = LmTraining.load(
+        cfg,
+        args.run,
+        train=args.train,
+        valid=args.valid,
+        tokenizer=args.tokenizer,
+        checkpoint=args.checkpoint,
+    )
     if job.family == "kn":
-        trained = job.kneser_ney()
-    else:
-        started = distributed.start_stage(
-            args,
-            device=cfg.common.device,
-            key="lm.common.device",
-            script=__file__,
-            ddp=True,
-        )
-        if started is None:  # the torchrun ranks have written everything
-            return
-        trained = job.neural(*started)
-        if trained is None:  # not rank 0: rank 0 writes
-            distributed.shutdown()
-            return
-    write_folder(args.root / "data" / "lm" / args.run, trained.write)
-    job.checkpoint.clear()
-    if job.family != "kn":
-        distributed.shutdown()
-    rep = args.root / "reports" / "lm" / args.run
-    save(rep / "train.json", trained.stats)
-    columns = curve_columns("valid_loss", "valid_perplexity")
-    write_curve(rep / "curve.csv", trained.curve, columns)
+        job.kneser_ney().save(args.out, args.reports, CURVE)
+        return
+    started = distributed.start_stage(
+        args,
+        device=cfg.common.device,
+        key="lm.common.device",
+        script=__file__,
+        ddp=True,
+    )
+    if started is None:  # the torchrun ranks have written everything
+        return
+    trained = job.neural(*started)
+    if trained is not None:  # rank 0 writes
+        trained.save(args.out, args.reports, CURVE)
+        job.checkpoint.clear()
+    distributed.shutdown()
 
 
 def main(argv=None) -> None:
     p = stage_cli.parser(__doc__)
     p.add_argument("run", help="a name under lm.runs in params.yaml")
+    stage_cli.path(p, "train", "the training text")
+    stage_cli.path(p, "valid", "the validation text")
+    stage_cli.path(p, "tokenizer", "the text tokenizer's folder (BPE runs)")
+    stage_cli.path(p, "out", "the model folder to write")
+    stage_cli.path(p, "reports", "the folder of train.json and curve.csv")
+    stage_cli.path(p, "checkpoint", "checkpoint file, outside DVC's outputs")
     stage_cli.run(body, p, argv)
 
 

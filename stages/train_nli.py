@@ -14,27 +14,23 @@ from __future__ import annotations
 
 from firth import distributed, stage_cli
 from firth.accel import use_threads
-from firth.io import write_curve, write_folder
 from firth.nli.stage import setup, train_seed
-from firth.results import save
 from firth.training import curve_columns
 
 CURVE = curve_columns("valid_accuracy")
 
 
 def body(args) -> None:
-    run = setup(args.root, stage_cli.params_path(args), args.data, args.model)
+    run = setup(stage_cli.params_path(args), args.data, args.model)
     use_threads(run.cfg.threads)
     accel, _ = distributed.start_stage(
         args, device=run.cfg.device, key="nli.device", script=__file__, ddp=False
     )
-    trained, ckpt = train_seed(args.root, run, args.seed, accel)
-    cell = f"seed-{args.seed}"
-    write_folder(args.root / "data" / "nli" / run.name / cell, trained.write)
+    trained, ckpt = train_seed(
+        run, args.seed, accel, examples=args.examples, checkpoint=args.checkpoint
+    )
+    trained.save(args.out, args.reports, CURVE)
     ckpt.clear()
-    rep = args.root / "reports" / "nli" / run.name / cell
-    save(rep / "train.json", trained.stats)
-    write_curve(rep / "curve.csv", trained.curve, CURVE)
 
 
 def main(argv=None) -> None:
@@ -42,6 +38,10 @@ def main(argv=None) -> None:
     p.add_argument("data", help="a name in nli.data (a source under sources.nli)")
     p.add_argument("model", help="a model in nli.models: pair | hypothesis")
     p.add_argument("seed", type=int, help="a seed in nli.seeds")
+    stage_cli.path(p, "examples", "the source's examples (JSON lines)")
+    stage_cli.path(p, "out", "the seed's model folder to write")
+    stage_cli.path(p, "reports", "the folder of train.json and curve.csv")
+    stage_cli.path(p, "checkpoint", "checkpoint file, outside DVC's outputs")
     stage_cli.run(body, p, argv)
 
 

@@ -16,10 +16,8 @@ from __future__ import annotations
 from firth import distributed, stage_cli
 from firth.accel import use_threads
 from firth.config import load_sections
-from firth.io import write_curve, write_folder
 from firth.nmt.config import Nmt
 from firth.nmt.stage import NmtTraining
-from firth.results import save
 from firth.training import curve_columns
 
 CURVE = curve_columns("valid_loss", "valid_perplexity", "valid_bleu")
@@ -28,7 +26,14 @@ CURVE = curve_columns("valid_loss", "valid_perplexity", "valid_bleu")
 def body(args) -> None:
     cfg, _ = load_sections("nmt", stage_cli.params_path(args), schema=Nmt)
     use_threads(cfg.common.threads)
-    job = NmtTraining(args.root, cfg, args.run)
+    job = NmtTraining.load(
+        cfg,
+        args.run,
+        train=args.train,
+        valid=args.valid,
+        tokenizer=args.tokenizer,
+        checkpoint=args.checkpoint,
+    )
     started = distributed.start_stage(
         args,
         device=cfg.common.device,
@@ -40,18 +45,20 @@ def body(args) -> None:
         return
     trained = job.fit(*started)
     if trained is not None:  # rank 0 writes
-        write_folder(args.root / "data" / "nmt" / args.run, trained.write)
+        trained.save(args.out, args.reports, CURVE)
         job.checkpoint.clear()
     distributed.shutdown()
-    if trained is not None:
-        rep = args.root / "reports" / "nmt" / args.run
-        save(rep / "train.json", trained.stats)
-        write_curve(rep / "curve.csv", trained.curve, CURVE)
 
 
 def main(argv=None) -> None:
     p = stage_cli.parser(__doc__)
     p.add_argument("run", help="a name under nmt.runs in params.yaml")
+    stage_cli.path(p, "train", "the training pairs (TSV)")
+    stage_cli.path(p, "valid", "the validation pairs (TSV)")
+    stage_cli.path(p, "tokenizer", "the joint BPE's folder")
+    stage_cli.path(p, "out", "the model folder to write")
+    stage_cli.path(p, "reports", "the folder of train.json and curve.csv")
+    stage_cli.path(p, "checkpoint", "checkpoint file, outside DVC's outputs")
     stage_cli.run(body, p, argv)
 
 

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from firth import distributed, stage_cli
 from firth.accel import use_threads
-from firth.io import write_curve, write_folder
-from firth.results import save
 from firth.tagging.stage import CellTraining, setup
 from firth.training import curve_columns
 
@@ -23,9 +21,16 @@ CURVE = ["init", "seed", *curve_columns("valid_score")]
 
 
 def body(args) -> None:
-    run = setup(args.root, stage_cli.params_path(args), args.data, args.head)
+    run = setup(stage_cli.params_path(args), args.data, args.head)
     use_threads(run.common.threads)
-    job = CellTraining(args.root, run, args.seed)
+    job = CellTraining.load(
+        run,
+        args.seed,
+        train=args.train,
+        valid=args.valid,
+        vectors=args.vectors,
+        checkpoints=args.checkpoints,
+    )
     accel, _ = distributed.start_stage(
         args,
         device=run.common.device,
@@ -33,13 +38,8 @@ def body(args) -> None:
         script=__file__,
         ddp=False,
     )
-    trained = job.fit(accel)
-    cell = f"seed-{args.seed}"
-    write_folder(args.root / "data" / "taggers" / run.name / cell, trained.write)
+    job.fit(accel).save(args.out, args.reports, CURVE)
     job.clear_checkpoints()
-    rep = args.root / "reports" / "tagging" / run.name / cell
-    save(rep / "train.json", trained.stats)
-    write_curve(rep / "curve.csv", trained.curve, CURVE)
 
 
 def main(argv=None) -> None:
@@ -47,6 +47,14 @@ def main(argv=None) -> None:
     p.add_argument("data", help="a name in tagger.data (a source under sources.tagged)")
     p.add_argument("head", help="a head in tagger.heads: softmax | crf")
     p.add_argument("seed", type=int, help="a seed in tagger.seeds")
+    stage_cli.path(p, "train", "the training sentences (CoNLL)")
+    stage_cli.path(p, "valid", "the validation sentences (CoNLL)")
+    stage_cli.path(p, "vectors", "the tagger.vectors method's folder of seeds")
+    stage_cli.path(p, "out", "the cell's model folder to write")
+    stage_cli.path(p, "reports", "the folder of train.json and curve.csv")
+    stage_cli.path(
+        p, "checkpoints", "the run's checkpoint folder, outside DVC's outputs"
+    )
     stage_cli.run(body, p, argv)
 
 

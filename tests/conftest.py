@@ -215,3 +215,64 @@ def nli_eval(model, *, accuracy, majority):
         | {"contamination": split, "models": [{"seed": 13} | scores(accuracy)]}
         | {"examples": [], "examples_sha256": "0" * 64}
     )
+
+
+def stage_argv(root: Path, stage: str) -> list[str]:
+    """The arguments the DVC stage ``stage`` passes its script: its command in
+    Firth's dvc.yaml, resolved against ``root``'s params.yaml by DVC itself (the
+    file is copied into ``root`` when it has none), without ``python <script>``."""
+    import shlex
+    import shutil
+
+    from dvc.repo import Repo
+
+    if not (root / "dvc.yaml").exists():
+        shutil.copy(ROOT / "dvc.yaml", root / "dvc.yaml")
+    with Repo(str(root), uninitialized=True) as repo:
+        cmd = repo.stage.collect(f"{root / 'dvc.yaml'}:{stage}")[0].cmd
+    words = shlex.split(cmd)
+    _scripts[stage] = words[1]
+    return words[2:]
+
+
+_scripts: dict[str, str] = {}  # stage -> the script its command runs
+
+
+OPENED: dict[str, set] = {}  # stage -> (path, mode) its in-process runs opened
+_running: list[str] = []  # the stage run_stage is running
+
+
+def _record_opens(event: str, args: tuple) -> None:
+    if _running:
+        from firth.stage_cli import opened
+
+        if (found := opened(event, args)) is not None:
+            OPENED.setdefault(_running[-1], set()).add(found)
+
+
+sys.addaudithook(_record_opens)
+
+
+def run_stage(root: Path, stage: str, *extra: str, args: list[str] | None = None):
+    """Run the DVC stage ``stage`` in this process as `dvc repro` runs it: its
+    script's ``main`` with the command's arguments (and ``extra``), in ``root``;
+    what it opens is recorded in ``OPENED`` (tests/test_stage_paths.py).
+    ``args`` replaces the command's leading positional arguments (a run name or
+    seed that is not in params.yaml, with that stage's paths)."""
+    import importlib
+    import os
+
+    argv = stage_argv(root, stage)
+    script = _scripts[stage]
+    if args is not None:
+        first = next(i for i, a in enumerate(argv) if a.startswith("--"))
+        argv = [*args, *argv[first:]]
+    module = importlib.import_module(f"stages.{Path(script).stem}")
+    here = os.getcwd()
+    os.chdir(root)
+    _running.append(stage)
+    try:
+        module.main([*argv, *extra])
+    finally:
+        _running.pop()
+        os.chdir(here)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import run_stage
 from test_lm_neural import _fit
 
 from firth.accel import Accel, resolve_device, resolve_precision
@@ -90,13 +91,11 @@ def test_nmt_stage_under_bf16_records_it_and_stays_close(tmp_path):
 
     from test_distributed import nmt_project
 
-    from stages import train_nmt
-
     curves = {}
     for precision in ("fp32", "bf16"):
         root = tmp_path / precision
         nmt_project(root, 1, precision)
-        train_nmt.main(["--root", str(root), "bahdanau"])
+        run_stage(root, "train-nmt@bahdanau")
         stats = json.loads((root / "reports/nmt/bahdanau/train.json").read_text())
         assert stats["precision"] == precision
         with open(root / "reports/nmt/bahdanau/curve.csv", encoding="utf-8") as f:

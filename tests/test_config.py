@@ -1,11 +1,10 @@
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import ROOT, run_stage
 
 from firth.cli import all_sections
 from firth.config import check_top_level, load_section, load_sources
 from firth.errors import ConfigError
-from stages import subsample as subsample_stage
 
 SCHEMAS = all_sections()
 PROFILES = [
@@ -74,7 +73,7 @@ def test_stage_stops_with_one_line_and_writes_nothing(tmp_path, capsys):
     write_params(tmp_path, lambda p: p["subsample"]["text"].update(bogus=1))
     (tmp_path / "data" / "prepared").mkdir(parents=True)
     with pytest.raises(SystemExit) as exit_:
-        subsample_stage.main(["--root", str(tmp_path), "text"])
+        run_stage(tmp_path, "subsample-text")
     assert exit_.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "subsample.text.bogus" in err[0]

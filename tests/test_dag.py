@@ -150,7 +150,7 @@ def test_load_reads_dvcs_own_graph_of_the_real_pipeline():
     assert lstm.threads == min(params["lm"]["common"]["threads"] or 2, 2)
     assert lstm.gpus == params["accel"]["processes"]
     assert graph.stages["prepare-text"].threads == 1
-    assert lstm.cmd == ("python stages/train_lm.py lstm",)
+    assert lstm.cmd[0].startswith("python stages/train_lm.py lstm --train ")
     assert ("data/lm/lstm", False) in lstm.outs
     assert ("data/raw/text/bible-kjv", True) in graph.stages[
         "fetch-text@bible-kjv"

@@ -20,14 +20,13 @@ import json
 
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import ROOT, run_stage
 from test_lm_stages import _project as lm_project
 from test_nmt_stages import _verses, _write
 
 from firth.bpe import train_bpe
 from firth.distributed import Group, shard
 from firth.errors import FirthError
-from stages import train_lm, train_nmt
 
 REL = 1e-4
 
@@ -88,7 +87,7 @@ def test_lm_on_two_processes_matches_one(tmp_path, family):
         root.mkdir()
         lm_project(root)
         _params(root, processes, lm=runs)
-        train_lm.main(["--root", str(root), family])
+        run_stage(root, f"train-lm@{family}")
     one, two = (
         json.loads((roots[p] / "reports/lm" / family / "train.json").read_text())
         for p in (1, 2)
@@ -108,7 +107,7 @@ def test_nmt_on_two_processes_matches_one(tmp_path):
     for processes in (1, 2):
         root = roots[processes] = tmp_path / f"p{processes}"
         nmt_project(root, processes)
-        train_nmt.main(["--root", str(root), "bahdanau"])
+        run_stage(root, "train-nmt@bahdanau")
     one, two = (
         json.loads((roots[p] / "reports/nmt/bahdanau/train.json").read_text())
         for p in (1, 2)

@@ -88,9 +88,18 @@ def repo(tmp_path_factory):
 
 def test_repro_then_noop_then_only_downstream(repo):
     path, env = repo
-    first = run(["dvc", "repro"], path, env)
+    log = path.parent / "opened.jsonl"  # every file each stage opens
+    first = run(["dvc", "repro"], path, {**env, "FIRTH_OPEN_LOG": str(log)})
     done = ran(first)
     assert "report" in done
+    # dvc.yaml is the one place paths are written: each stage opened nothing
+    # under data/ or reports/ but its deps and outs (tests/test_stage_paths.py)
+    from test_stage_paths import check_opened, read_open_log, stages
+
+    opened, found = read_open_log(log, path), stages(path)
+    assert done <= set(opened)
+    errors = [e for n, o in opened.items() for e in check_opened(path, found[n], o)]
+    assert errors == []
     # the tiny profile keeps every stage of dvc.yaml but NLI's (no NLI data ships
     # offline; tests/test_nli.py runs their scripts), each with at least one item;
     # the code manifests are committed, so they have nothing to do

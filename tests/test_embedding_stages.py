@@ -7,13 +7,12 @@ import shutil
 import numpy as np
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import ROOT, run_stage
 from gensim.models import KeyedVectors
 from gensim.test.utils import datapath
 
 from firth.embeddings.results import EmbeddingEval, EmbeddingTrain
 from firth.results import load
-from stages import evaluate_embeddings, report, train_embeddings
 
 METHODS = ["sgns", "subword", "ppmi-svd", "glove", "gensim"]
 
@@ -42,8 +41,8 @@ def project(tmp_path_factory):
         (folder / "SOURCE.json").write_text(json.dumps(record))
     for m in METHODS:
         for seed in params["embeddings"]["seeds"][m]:  # sgns: 13, 14
-            train_embeddings.main(["--root", str(root), m, str(seed)])
-        evaluate_embeddings.main(["--root", str(root), m])
+            run_stage(root, f"train-embeddings-{m}@{seed}")
+        run_stage(root, f"evaluate-embeddings@{m}")
     return root
 
 
@@ -172,14 +171,14 @@ def test_subword_model_gives_unseen_words_vectors(project):
 
 def test_seed_reproduces_the_vectors(project, tmp_path):
     shutil.copytree(project, tmp_path / "again")
-    train_embeddings.main(["--root", str(tmp_path / "again"), "sgns", "14"])
+    run_stage(tmp_path / "again", "train-embeddings-sgns@14")
     a = (project / "data/embeddings/sgns/seed-14/vectors.txt").read_bytes()
     b = (tmp_path / "again/data/embeddings/sgns/seed-14/vectors.txt").read_bytes()
     assert a == b
 
 
 def test_report_has_the_embeddings_section(project):
-    report.main(["--root", str(project)])
+    run_stage(project, "report")
     md = (project / "reports" / "index.md").read_text()
     assert "## Word embeddings" in md and "3CosAdd by analogy section" in md
 
@@ -187,7 +186,7 @@ def test_report_has_the_embeddings_section(project):
 def test_missing_corpus_is_a_clear_error(tmp_path, capsys):
     shutil.copy(ROOT / "profiles" / "tiny.yaml", tmp_path / "params.yaml")
     with pytest.raises(SystemExit) as exc:
-        train_embeddings.main(["--root", str(tmp_path), "sgns", "13"])
+        run_stage(tmp_path, "train-embeddings-sgns@13")
     assert exc.value.code == 2
     assert "train.txt: not found" in capsys.readouterr().err
 
@@ -197,13 +196,13 @@ def test_unknown_params_key_is_named(tmp_path, capsys):
     params["embeddings"]["sgns"]["learning_rate"] = 0.1
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     with pytest.raises(SystemExit):
-        train_embeddings.main(["--root", str(tmp_path), "sgns", "13"])
+        run_stage(tmp_path, "train-embeddings-sgns@13")
     err = capsys.readouterr().err
     assert "embeddings.sgns.learning_rate" in err
     del params["embeddings"]["sgns"]["learning_rate"]
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     with pytest.raises(SystemExit):
-        train_embeddings.main(["--root", str(tmp_path), "sgns", "99"])
+        run_stage(tmp_path, "train-embeddings-sgns@13", args=["sgns", "99"])
     assert "key 'embeddings.seeds.sgns' has no seed 99" in capsys.readouterr().err
 
 
@@ -215,8 +214,7 @@ def test_killed_stage_resumes_from_its_checkpoint(project, tmp_path, monkeypatch
     params = yaml.safe_load((root / "params.yaml").read_text())
     params["embeddings"]["common"]["epochs"] = 2
     (root / "params.yaml").write_text(yaml.safe_dump(params))
-    args = ["--root", str(root), "sgns", "13"]
-    train_embeddings.main(args)  # uninterrupted
+    run_stage(root, "train-embeddings-sgns@13")  # uninterrupted
     out = root / "data/embeddings/sgns/seed-13"
     clean = (out / "vectors.txt").read_bytes()
     shutil.rmtree(out)
@@ -230,10 +228,10 @@ def test_killed_stage_resumes_from_its_checkpoint(project, tmp_path, monkeypatch
     ckpt = root / "data/checkpoints/embeddings/sgns-seed13-k5-cds0.75.pt"
     monkeypatch.setattr(firth.checkpoint.Checkpoint, "save", save_then_die)
     with pytest.raises(KeyboardInterrupt):
-        train_embeddings.main(args)
+        run_stage(root, "train-embeddings-sgns@13")
     assert not out.exists()  # nothing half-written
     assert ckpt.exists()
     monkeypatch.setattr(firth.checkpoint.Checkpoint, "save", real_save)
-    train_embeddings.main(args)
+    run_stage(root, "train-embeddings-sgns@13")
     assert (out / "vectors.txt").read_bytes() == clean
     assert not ckpt.exists()

@@ -11,13 +11,12 @@ import sys
 import pytest
 import torch
 import yaml
-from conftest import ROOT
+from conftest import ROOT, run_stage, stage_argv
 from gensim.test.utils import datapath
 
 from firth.bpe import train_bpe
 from firth.lm import stage as lm_stage
 from firth.lm import train as lm_train
-from stages import audit, evaluate_lm, report, train_lm
 
 # every family, and a second seed (the tiny profile's DAG keeps only three runs)
 LM_RUNS = {
@@ -54,7 +53,7 @@ def _project(root, unit="word"):
         ("test", lines[270:]),
     ):
         (text / f"{name}.txt").write_text("\n".join(part) + "\n")
-    audit.main(["--root", str(root), "text"])
+    run_stage(root, "audit-text")
     tok_dir = root / "data" / "tokenizers" / "text"
     tok_dir.mkdir(parents=True)
     train_bpe(lines[:240], model="byte-level", vocab_size=400, min_frequency=2).save(
@@ -68,9 +67,9 @@ def project(tmp_path_factory):
     root = tmp_path_factory.mktemp("lm")
     _project(root)
     for r in RUNS:
-        train_lm.main(["--root", str(root), r])
-        evaluate_lm.main(["--root", str(root), r])
-    report.main(["--root", str(root)])
+        run_stage(root, f"train-lm@{r}")
+        run_stage(root, f"evaluate-lm@{r}")
+    run_stage(root, "report")
     return root
 
 
@@ -155,14 +154,14 @@ def test_report_has_the_language_model_section(project):
 
 def test_unknown_run_is_a_clear_error(project, capsys):
     with pytest.raises(SystemExit) as exc:
-        train_lm.main(["--root", str(project), "nope"])
+        run_stage(project, "train-lm@lstm", args=["nope"])
     assert exc.value.code == 2
     assert "lm.runs has no run 'nope'" in capsys.readouterr().err
 
 
 def test_killed_stage_resumes_to_the_same_model(tmp_path, monkeypatch):
     _project(tmp_path)
-    train_lm.main(["--root", str(tmp_path), "lstm"])
+    run_stage(tmp_path, "train-lm@lstm")
     whole = torch.load(tmp_path / "data/lm/lstm/model.pt", weights_only=True)
     ckpt = tmp_path / "data/checkpoints/lm/lstm.pt"
     assert not ckpt.exists()  # cleared after a finished run
@@ -170,10 +169,10 @@ def test_killed_stage_resumes_to_the_same_model(tmp_path, monkeypatch):
         lm_stage, "train", functools.partial(lm_train.train, stop_after=1)
     )
     with pytest.raises(KeyboardInterrupt):
-        train_lm.main(["--root", str(tmp_path), "lstm"])
+        run_stage(tmp_path, "train-lm@lstm")
     assert ckpt.exists()
     monkeypatch.undo()
-    train_lm.main(["--root", str(tmp_path), "lstm"])
+    run_stage(tmp_path, "train-lm@lstm")
     resumed = torch.load(tmp_path / "data/lm/lstm/model.pt", weights_only=True)
     for k, w in whole.items():
         assert torch.equal(resumed[k], w), k
@@ -182,8 +181,8 @@ def test_killed_stage_resumes_to_the_same_model(tmp_path, monkeypatch):
 def test_bpe_unit_scores_every_character(tmp_path):
     lines = _project(tmp_path, unit="bpe")
     for r in ("kn3", "lstm"):
-        train_lm.main(["--root", str(tmp_path), r])
-        evaluate_lm.main(["--root", str(tmp_path), r])
+        run_stage(tmp_path, f"train-lm@{r}")
+        run_stage(tmp_path, f"evaluate-lm@{r}")
     kn, lstm = _eval(tmp_path, "kn3"), _eval(tmp_path, "lstm")
     assert kn["unit"] == lstm["unit"] == "bpe"
     assert (
@@ -205,8 +204,9 @@ def _weights_in_a_fresh_process(root, threads: int, cbwr: str | None) -> bytes:
     if cbwr is not None:
         env["MKL_CBWR"] = cbwr
     subprocess.run(
-        [sys.executable, str(ROOT / "stages" / "train_lm.py"), "lstm"]
-        + ["--root", str(root)],
+        [sys.executable, str(ROOT / "stages" / "train_lm.py")]
+        + stage_argv(root, "train-lm@lstm"),
+        cwd=root,
         env=env,
         check=True,
         capture_output=True,

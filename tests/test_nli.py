@@ -14,7 +14,7 @@ import shutil
 import pytest
 import torch
 import yaml
-from conftest import ROOT
+from conftest import ROOT, run_stage
 
 from firth.accel import Accel
 from firth.checkpoint import Checkpoint
@@ -25,8 +25,6 @@ from firth.nli.report import ENABLE, nli_section
 from firth.nli.train import majority, scores, train
 from firth.sources.fetch import fetch
 from firth.sources.nli import LABELS, normalize_label, read_local
-from stages import audit, evaluate_nli, report, train_nli
-from stages import fetch as fetch_stage
 
 NOUNS = "man woman dog child girl boy cat player singer worker".split()
 VERBS = "running sleeping eating singing dancing swimming reading cooking".split()
@@ -256,14 +254,31 @@ def project(tmp_path_factory):
         data=["toy"], seeds=[13, 14], epochs=5, emb_dim=16, hidden=24, mlp=32
     )
     (root / "params.yaml").write_text(yaml.safe_dump(params))
-    fetch_stage.main(["--root", str(root), "nli", "toy"])
-    audit.main(["--root", str(root), "nli", "toy"])
+    run_stage(root, "fetch-nli@toy")
+    run_stage(root, "audit-nli@toy")
     for model in ("pair", "hypothesis"):
         for seed in (13, 14):
-            train_nli.main(["--root", str(root), "toy", model, str(seed)])
-        evaluate_nli.main(["--root", str(root), "toy", model])
-    report.main(["--root", str(root)])
+            run_stage(root, f"train-nli@toy-{model}-{seed}")
+        run_stage(root, f"evaluate-nli@toy-{model}")
+    run_stage(root, "report")
     return root
+
+
+def test_each_nli_stage_opens_only_what_dvc_yaml_passes_it(project):
+    """The NLI stages (which the tiny profile's `dvc repro` does not run) opened
+    nothing under data/ or reports/ but their deps and outs."""
+    from conftest import OPENED
+    from test_stage_paths import check_opened, stages
+
+    found = stages(project)
+    names = [n for n in found if "nli" in n and not n.startswith("code-")]
+    assert len(names) == 8 and all(n in OPENED for n in [*names, "report"])
+    errors = [
+        e
+        for n in [*names, "report"]
+        for e in check_opened(project, found[n], OPENED[n])
+    ]
+    assert errors == []
 
 
 def _json(root, *parts):
@@ -339,13 +354,13 @@ def test_bad_settings_name_the_key(project, tmp_path, capsys):
     root = tmp_path / "p"
     shutil.copytree(project, root, ignore=shutil.ignore_patterns("nli", "reports"))
     with pytest.raises(SystemExit):
-        train_nli.main(["--root", str(root), "toy", "premise", "13"])
+        run_stage(root, "train-nli@toy-pair-13", args=["toy", "premise", "13"])
     assert "key 'nli.models' has no 'premise'" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        train_nli.main(["--root", str(root), "snli", "pair", "13"])
+        run_stage(root, "train-nli@toy-pair-13", args=["snli", "pair", "13"])
     assert "key 'nli.data' has no 'snli'" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        train_nli.main(["--root", str(root), "toy", "pair", "99"])
+        run_stage(root, "train-nli@toy-pair-13", args=["toy", "pair", "99"])
     assert "key 'nli.seeds' has no seed 99" in capsys.readouterr().err
 
 
@@ -359,7 +374,7 @@ def test_default_profile_runs_no_nli_stage():
     with pytest.raises(
         ConfigError, match=r"'nli.data' has no 'snli' \(it lists: nothing\)"
     ):
-        setup(ROOT, ROOT / "params.yaml", "snli", "pair")
+        setup(ROOT / "params.yaml", "snli", "pair")
 
 
 def test_report_cards_settings_and_tasks_not_run(project):
@@ -380,6 +395,6 @@ def test_report_cards_settings_and_tasks_not_run(project):
     params = yaml.safe_load((project / "params.yaml").read_text())
     params["lm"]["runs"] = {}
     (project / "params.yaml").write_text(yaml.safe_dump(params))
-    report.main(["--root", str(project)])
+    run_stage(project, "report")
     md = (project / "reports" / "index.md").read_text()
     assert "## Language models\n\nNot run: `lm.runs` is empty in params.yaml" in md

@@ -12,12 +12,11 @@ import pytest
 import sacrebleu
 import torch
 import yaml
-from conftest import ROOT
+from conftest import ROOT, run_stage
 
 from firth.bpe import train_bpe
 from firth.nmt.results import NmtEval
 from firth.sources import bible
-from stages import audit, evaluate_nmt, report, train_nmt
 
 # every model (the tiny profile's DAG keeps only three runs)
 NMT_RUNS = {
@@ -71,12 +70,12 @@ def project(tmp_path_factory):
     train_bpe(lines, model="char", vocab_size=400, min_frequency=2).save(
         str(tok / "tokenizer.json")
     )
-    audit.main(["--root", str(root), "parallel"])
+    run_stage(root, "audit-parallel")
     for r in RUNS:
-        train_nmt.main(["--root", str(root), r])
-        evaluate_nmt.main(["--root", str(root), r])
-    evaluate_nmt.main(["--root", str(root), "copy-source"])
-    report.main(["--root", str(root)])
+        run_stage(root, f"train-nmt@{r}")
+        run_stage(root, f"evaluate-nmt@{r}")
+    run_stage(root, "evaluate-nmt-copy-source")
+    run_stage(root, "report")
     return root
 
 
@@ -200,7 +199,7 @@ def test_killed_run_resumes_to_the_same_weights(project, tmp_path):
         import shutil
 
         shutil.copytree(project / sub, root / sub)
-    train_nmt.main(["--root", str(root), "bahdanau"])
+    run_stage(root, "train-nmt@bahdanau")
     full = torch.load(root / "data/nmt/bahdanau/model.pt", weights_only=True)
     real = nmt_train.train
 
@@ -211,11 +210,11 @@ def test_killed_run_resumes_to_the_same_weights(project, tmp_path):
     nmt_train_mod.train = killed
     try:
         with pytest.raises(KeyboardInterrupt):
-            train_nmt.main(["--root", str(root), "bahdanau"])
+            run_stage(root, "train-nmt@bahdanau")
     finally:
         nmt_train_mod.train = real
     assert (root / "data/checkpoints/nmt/bahdanau.pt").exists()
-    train_nmt.main(["--root", str(root), "bahdanau"])
+    run_stage(root, "train-nmt@bahdanau")
     resumed = torch.load(root / "data/nmt/bahdanau/model.pt", weights_only=True)
     for k in full:
         assert torch.equal(full[k], resumed[k]), k
@@ -229,7 +228,7 @@ def test_malformed_pairs_name_file_and_line(project, tmp_path, capsys):
     (root / "params.yaml").write_text((project / "params.yaml").read_text())
     (par / "test.tsv").write_text("1\ta\tb\n2\tonly two fields\n")
     with pytest.raises(SystemExit) as exc:
-        evaluate_nmt.main(["--root", str(root), "copy-source"])
+        run_stage(root, "evaluate-nmt-copy-source")
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert "test.tsv:2: expected 'id<TAB>source<TAB>target'" in err
@@ -237,7 +236,7 @@ def test_malformed_pairs_name_file_and_line(project, tmp_path, capsys):
 
 def test_unknown_run_is_a_config_error(project, capsys):
     with pytest.raises(SystemExit):
-        train_nmt.main(["--root", str(project), "nope"])
+        run_stage(project, "train-nmt@bahdanau", args=["nope"])
     assert "nmt.runs has no run 'nope'" in capsys.readouterr().err
 
 

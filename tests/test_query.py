@@ -5,10 +5,12 @@ run that is not trained yet."""
 from __future__ import annotations
 
 import itertools
+import shutil
 
 import numpy as np
 import pytest
 import yaml
+from conftest import ROOT
 from typer.testing import CliRunner
 
 from firth.cli import app
@@ -32,11 +34,13 @@ def repo(tmp_path):
     folder = tmp_path / "data" / "embeddings" / "sgns" / "seed-13"
     folder.mkdir(parents=True)
     save_word2vec(folder / "vectors.txt", Embedding(WORDS, matrix))
-    params = {
-        "embeddings": {"seeds": {"sgns": [13, 14], "glove": [13]}},
-        "evaluate_embeddings": {"restrict": 7},
-    }
+    # the tiny profile with these seeds, and Firth's dvc.yaml: where each
+    # stage writes is read from there, as in a checkout
+    params = yaml.safe_load((ROOT / "profiles" / "tiny.yaml").read_text())
+    params["embeddings"]["seeds"].update(sgns=[13, 14], glove=[13])
+    params["evaluate_embeddings"]["restrict"] = 7
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    shutil.copy(ROOT / "dvc.yaml", tmp_path / "dvc.yaml")
     return tmp_path, folder
 
 

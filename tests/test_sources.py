@@ -1,7 +1,7 @@
 import json
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, run_stage
 
 from firth.errors import ConfigError, DataError
 from firth.io import atomic_path, sha256_file
@@ -267,8 +267,6 @@ def test_prepare_refuses_raw_data_changed_after_its_fetch(tmp_path, capsys):
     before, the prepare stage read it silently."""
     import yaml
 
-    from stages import prepare_tagged as stage
-
     root = tmp_path
     folder = tmp_path / "mine"
     folder.mkdir()
@@ -281,27 +279,29 @@ def test_prepare_refuses_raw_data_changed_after_its_fetch(tmp_path, capsys):
     raw = root / "data" / "raw" / "tagged" / "mine"
     record = fetch("mine", spec, raw, cache_dir=tmp_path / "cache")
     assert set(record["files"]) == {"train.conll", "valid.conll", "test.conll"}
-    stage.main(["--root", str(root), "mine"])  # untouched: prepared
+    run_stage(root, "prepare-tagged@mine")  # untouched: prepared
     capsys.readouterr()
     (raw / "valid.conll").write_text("Hi\tO\nthere\tB_X\n\n" + "a\tB-X\n\n" * 5)
     record["files"]["valid.conll"] = sha256_file(raw / "valid.conll")
     (raw / "SOURCE.json").write_text(json.dumps(record))  # (as if fetched so)
     with pytest.raises(SystemExit):  # and a stray tag stops the prepare stage
-        stage.main(["--root", str(root), "mine"])
+        run_stage(root, "prepare-tagged@mine")
     err = capsys.readouterr().err
-    assert err.startswith(f"error: {raw / 'valid.conll'}:2: tag 'B_X' is not BIO")
+    # the path as the stage's command passes it (relative to the project)
+    rel = raw.relative_to(root)
+    assert err.startswith(f"error: {rel / 'valid.conll'}:2: tag 'B_X' is not BIO")
     assert (root / "data" / "prepared" / "tagged" / "mine" / "test.conll").exists()
     capsys.readouterr()
     (raw / "test.conll").write_text("Hi\tO\n\n")
     with pytest.raises(SystemExit):
-        stage.main(["--root", str(root), "mine"])
+        run_stage(root, "prepare-tagged@mine")
     err = capsys.readouterr().err
-    assert err.startswith(f"error: {raw / 'test.conll'}: has sha256 ")
+    assert err.startswith(f"error: {rel / 'test.conll'}: has sha256 ")
     assert "its fetch recorded" in err and "fetch it again" in err
     (raw / "extra.conll").write_text("")
     (raw / "test.conll").unlink()
     with pytest.raises(SystemExit):
-        stage.main(["--root", str(root), "mine"])
+        run_stage(root, "prepare-tagged@mine")
     assert "extra.conll: was not written by the fetch" in capsys.readouterr().err
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 import yaml
-from conftest import ROOT
+from conftest import ROOT, run_stage
 from seqeval.metrics import f1_score
 
 from firth.embeddings.vectors import Embedding, save_word2vec
@@ -25,15 +25,6 @@ from firth.tagging.evaluate import breaks_bio
 from firth.tagging.models import build_tagger
 from firth.tagging.results import TaggerItems
 from firth.tagging.train import predict
-from stages import (
-    audit,
-    evaluate_tagger,
-    fetch,
-    prepare_tagged,
-    report,
-    subsample,
-    train_tagger,
-)
 
 HEADS = ["softmax", "crf", "crf-constrained"]
 RUNS = [f"wnut16-{h}" for h in HEADS]
@@ -59,9 +50,9 @@ def project(tmp_path_factory):
     # each tagger seed's pretrained variant reads its own SGNS seed's vectors
     params["embeddings"]["seeds"]["sgns"] = [13, 14]
     (root / "params.yaml").write_text(yaml.safe_dump(params))
-    fetch.main(["--root", str(root), "tagged", "wnut16"])
-    prepare_tagged.main(["--root", str(root), "wnut16"])
-    subsample.main(["--root", str(root), "tagged", "wnut16"])
+    run_stage(root, "fetch-tagged@wnut16")
+    run_stage(root, "prepare-tagged@wnut16")
+    run_stage(root, "subsample-tagged@wnut16")
     data = root / "data" / "subsampled" / "tagged" / "wnut16"
     for seed in params["embeddings"]["seeds"]["sgns"]:  # 13, 14
         _vectors(
@@ -78,12 +69,12 @@ def project(tmp_path_factory):
     text.write_text(
         "\n".join([*(kjv[i] for i in sorted(kjv)[:200]), "and " + tweet]) + "\n"
     )
-    audit.main(["--root", str(root), "tagged", "wnut16"])
+    run_stage(root, "audit-tagged@wnut16")
     for head in HEADS:
         for seed in (13, 14):
-            train_tagger.main(["--root", str(root), "wnut16", head, str(seed)])
-        evaluate_tagger.main(["--root", str(root), "wnut16", head])
-    report.main(["--root", str(root)])
+            run_stage(root, f"train-tagger@wnut16-{head}-{seed}")
+        run_stage(root, f"evaluate-tagger@wnut16-{head}")
+    run_stage(root, "report")
     return root
 
 
@@ -196,16 +187,15 @@ def test_killed_stage_resumes_and_skips_finished_models(project, tmp_path, monke
         return real(*a, **kw)
 
     monkeypatch.setattr(tagger_stage, "train", spy)
-    args = ["--root", str(root), "wnut16", "crf", "14"]
     with pytest.raises(KeyboardInterrupt):
-        train_tagger.main(args)
+        run_stage(root, "train-tagger@wnut16-crf-14")
     assert not (root / "data" / "taggers" / "wnut16-crf").exists()
     ckpts = sorted(
         p.name for p in (root / "data/checkpoints/tagger/wnut16-crf").iterdir()
     )
     assert ckpts == ["random-seed14.pt", "sgns-seed14.pt"]
     monkeypatch.setattr(tagger_stage, "train", real)
-    train_tagger.main(args)
+    run_stage(root, "train-tagger@wnut16-crf-14")
     for init in ("random", "sgns"):
         a = torch.load(
             root / "data/taggers/wnut16-crf/seed-14" / f"{init}.pt", weights_only=True
@@ -231,23 +221,23 @@ def test_bad_settings_name_the_key(project, tmp_path, capsys):
         (["wnut16", "crf", "99"], "key 'tagger.seeds' has no seed 99"),
     ):
         with pytest.raises(SystemExit):
-            train_tagger.main(["--root", str(root), *args])
+            run_stage(root, "train-tagger@wnut16-crf-13", args=args)
         assert message in capsys.readouterr().err
     params["tagger"]["common"]["word_dim"] = 5
     (root / "params.yaml").write_text(yaml.safe_dump(params))
     with pytest.raises(SystemExit):
-        train_tagger.main(["--root", str(root), "wnut16", "crf", "13"])
+        run_stage(root, "train-tagger@wnut16-crf-13")
     assert "tagger.common.word_dim" in capsys.readouterr().err
     params["tagger"]["common"]["word_dim"] = 16
     params["tagger"]["data"] = ["wnut16", "conll2003"]
     (root / "params.yaml").write_text(yaml.safe_dump(params))
     with pytest.raises(SystemExit):
-        train_tagger.main(["--root", str(root), "conll2003", "crf", "13"])
+        run_stage(root, "train-tagger@wnut16-crf-13", args=["conll2003", "crf", "13"])
     assert "sources.tagged.conll2003" in capsys.readouterr().err
     params["tagger"]["heads"] = ["crf", "hmm"]
     (root / "params.yaml").write_text(yaml.safe_dump(params))
     with pytest.raises(SystemExit):
-        train_tagger.main(["--root", str(root), "wnut16", "crf", "13"])
+        run_stage(root, "train-tagger@wnut16-crf-13")
     assert "tagger.heads" in capsys.readouterr().err
 
 

@@ -237,7 +237,30 @@ def mismatches(
     return problems
 
 
-_CMD = re.compile(r"^\s*cmd:\s*(.+?)\s*$")
+_CMD = re.compile(r"^(\s*)cmd:\s*(.+?)\s*$")
+_FOLDED = (">", ">-", "|", "|-")
+
+
+def _continued(lines: list[str], i: int) -> int:
+    """The index after the folded block scalar of the ``cmd:`` on line ``i``
+    (its lines are indented deeper than the key)."""
+    indent = len(lines[i]) - len(lines[i].lstrip())
+    j = i + 1
+    while j < len(lines) and (
+        not lines[j].strip() or len(lines[j]) - len(lines[j].lstrip()) > indent
+    ):
+        j += 1
+    return j
+
+
+def _command(value: str, lines: list[str], i: int) -> str:
+    """The command of the ``cmd:`` on line ``i`` (``value``: the text after the
+    key), its folded lines joined."""
+    if value not in _FOLDED:
+        return value
+    return " ".join(x.strip() for x in lines[i + 1 : _continued(lines, i)])
+
+
 _DEPS = re.compile(r"^(\s*)deps:(\s*&[\w-]+)?\s*$")
 _ITEM = re.compile(r"^(\s*)- (\S+)\s*$")
 
@@ -262,7 +285,7 @@ def rewrite(text: str, root: Path, *, prefix: str = "") -> str:
         line = lines[i]
         cmd = _CMD.match(line)
         if cmd:
-            script = script_of(cmd.group(1))
+            script = script_of(_command(cmd.group(2), lines, i))
             script = _code_path(script, prefix) or script
             scripts.add(script)
         deps = _DEPS.match(line)
@@ -321,9 +344,13 @@ def for_project(text: str, *, prefix: str) -> str:
         f"# Generated from {prefix}dvc.yaml by `firth deps --write`: edit that file, "
         "not this one.\n"
     ]
-    in_deps = False
-    for line in text.splitlines(keepends=True):
-        if _CMD.match(line) or (in_deps and _ITEM.match(line)):
+    in_deps, in_cmd = False, 0
+    lines = text.splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        if cmd := _CMD.match(line):
+            if cmd.group(2) in _FOLDED:
+                in_cmd = _continued(lines, i)
+        if cmd or i < in_cmd or (in_deps and _ITEM.match(line)):
             line = _CODE_PATH.sub(lambda m: prefix + m.group(1), line)
         if _DEPS.match(line):
             in_deps = True

@@ -121,3 +121,13 @@ def sha256_tree(path: str | Path) -> str:
         h.update(b"\0")
         h.update(sha256_file(p).encode())
     return h.hexdigest()
+
+
+def shown(path: str | Path) -> str:
+    """``path`` as records name it: relative to the working directory (where DVC
+    runs a stage) when it is below it, else as given."""
+    path = Path(path)
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()

@@ -136,10 +136,10 @@ def _loss_curves(folder: Path, methods: list[str]) -> dict:
     return out
 
 
-def _revision(root) -> str:
+def _revision(where: Path) -> str:
     proc = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"],
-        cwd=root,
+        cwd=where,
         capture_output=True,
         text=True,
     )
@@ -202,19 +202,20 @@ def _budget(params: dict) -> str:
     )
 
 
-def read_sources(root: Path) -> list[dict]:
-    """Every fetched source's provenance record, with its group."""
+def read_sources(reports: Path) -> list[dict]:
+    """Every fetched source's provenance record (under ``reports``/sources), with
+    its group."""
     out = []
-    for meta in sorted((root / "reports" / "sources").glob("*/*.json")):
+    for meta in sorted((reports / "sources").glob("*/*.json")):
         record = json.loads(meta.read_text(encoding="utf-8"))
         record["group"] = meta.parent.name
         out.append(record)
     return out
 
 
-def data_sections(root: Path, sources: list[dict]) -> list[Section]:
+def data_sections(reports: Path, sources: list[dict]) -> list[Section]:
     """Sources, the prepared corpora and the tokenizers."""
-    data, toks = root / "reports" / "data", root / "reports" / "tokenizers"
+    data, toks = reports / "data", reports / "tokenizers"
     sections = [sources_section(sources)]
     if (stats := _maybe(data / "text.json")) is not None:
         sections.append(text_section(stats, _maybe(data / "subsample_text.json")))
@@ -235,11 +236,11 @@ def data_sections(root: Path, sources: list[dict]) -> list[Section]:
 
 @dataclass
 class Page:
-    """The report being built: its inputs (root, params, revision, sources, the
-    benchmark folder), its sections so far, and each task's evaluations (for the
-    scorecard)."""
+    """The report being built: its inputs (the reports folder, params, revision,
+    sources, the benchmark folder), its sections so far, and each task's
+    evaluations (for the scorecard)."""
 
-    root: Path
+    reports: Path
     params: dict
     revision: str
     sources: list[dict]
@@ -249,7 +250,7 @@ class Page:
     ev: Evidence | None = None  # the per-item evidence the comparisons are tested on
 
     def folder(self, task: str) -> Path:
-        return self.root / "reports" / task
+        return self.reports / task
 
     def evaluated(self, task: str, schema, detail=None) -> tuple:
         """reports/<task>/'s folder and its runs (train, eval through ``schema``,
@@ -293,7 +294,7 @@ class Page:
         return _maybe(self.bench / f"{name}.json")
 
     def audit(self, name: str) -> dict | None:
-        return _maybe(self.root / "reports" / "audit" / f"{name}.json")
+        return _maybe(self.reports / "audit" / f"{name}.json")
 
 
 def embeddings_card(page: Page) -> None:
@@ -376,7 +377,7 @@ def tagging_card(page: Page) -> None:
         keys = ["tagger.data", "tagger.heads", "tagger.seeds"]
         page.not_run("Sequence labelling", keys, "evaluate-tagger")
         return
-    audits = sorted((page.root / "reports" / "audit").glob("tagged_*.json"))
+    audits = sorted((page.reports / "audit").glob("tagged_*.json"))
     sec = tagging_section(
         {
             r: [load(d / "train.json", TaggerTrain) for d in _seed_dirs(tag_dir / r)]
@@ -411,14 +412,16 @@ def nli_card(page: Page) -> None:
 
 
 def build(
-    root: Path, params: dict, bench: Path, *, rule: Rule, margin: float
+    reports: Path, params: dict, bench: Path, *, rule: Rule, margin: float
 ) -> tuple[list[Section], dict, Scorecard]:
     """Every section of the report, the Scorecard and the partial-input baselines
     first, the page's metadata (revision, built-from), and the scorecard."""
-    revision = _revision(root)
-    sources = read_sources(root)
-    page = Page(root, params, revision, sources, bench, data_sections(root, sources))
-    page.ev = load_evidence(root, rule, margin, params)
+    revision = _revision(reports)
+    sources = read_sources(reports)
+    page = Page(
+        reports, params, revision, sources, bench, data_sections(reports, sources)
+    )
+    page.ev = load_evidence(reports, rule, margin, params)
     for card in (embeddings_card, lm_card, nmt_card, tagging_card, nli_card):
         card(page)
     for bench in (

@@ -206,3 +206,21 @@ class StageOutput:
     write: Callable[[Path], None]
     stats: Record
     curve: list[dict] = field(default_factory=list)
+
+    def save(
+        self,
+        out: Path,
+        reports: Path,
+        columns: list[str],
+        *,
+        curve: str | None = "curve.csv",
+    ) -> None:
+        """Write the model folder ``out`` and, under ``reports``, train.json and
+        the curve file ``curve`` (its ``columns``; none where None): what every
+        training stage writes, each file atomically."""
+        from firth.io import write_curve, write_folder
+
+        write_folder(out, self.write)
+        save(reports / "train.json", self.stats)
+        if curve is not None:
+            write_curve(reports / curve, self.curve, columns)

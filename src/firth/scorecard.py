@@ -95,11 +95,11 @@ def _runs(folder: Path, names, schema, items_schema) -> tuple[dict, dict]:
     return evals, items
 
 
-def load_evidence(root: Path, rule: Rule, margin: float, params: dict) -> Evidence:
-    """Every task's committed evaluations and item statistics under
-    ``root``/reports of the runs ``params`` declares, and the taggers' validation
-    scores (train.json)."""
-    rep, keep = root / "reports", declared(params)
+def load_evidence(rep: Path, rule: Rule, margin: float, params: dict) -> Evidence:
+    """Every task's committed evaluations and item statistics under ``rep`` (a
+    project's reports folder) of the runs ``params`` declares, and the taggers'
+    validation scores (train.json)."""
+    keep = declared(params)
     ev = Evidence(rule=rule, margin=margin)
     ev.emb, ev.emb_items = _runs(
         rep / "embeddings", keep["embeddings"], EmbeddingEval, EmbeddingItems
@@ -134,7 +134,7 @@ def recompute(project: Path) -> Scorecard:
 
     rule, margin = rule_of(load_section("verdicts", project / "params.yaml"))
     params = yaml.safe_load((project / "params.yaml").read_text(encoding="utf-8"))
-    return scorecard(load_evidence(project, rule, margin, params))
+    return scorecard(load_evidence(project / "reports", rule, margin, params))
 
 
 def lines(card: Scorecard) -> list[str]:

@@ -13,9 +13,8 @@ import numpy as np
 
 from firth.audit.config import AuditParams
 from firth.audit.overlap import OverlapAudit, read_lines, words
-from firth.config import load_sources
 from firth.errors import ConfigError, DataError
-from firth.io import sha256_file
+from firth.io import sha256_file, shown
 from firth.nmt.data import read_pairs
 from firth.sources.formats import read_conll
 from firth.sources.nli import read_examples
@@ -34,17 +33,14 @@ def audit_texts(texts, lines, cfg: AuditParams, *, near: bool = True):
 @dataclass
 class Audited:
     """One evaluation set's audit: its example ids and the texts to show, the
-    result per corpus checked (``checks``) with a description of that corpus, the
-    files hashed (the evaluation set first), and where the flags and summary go
-    (under data/audit/ and reports/audit/)."""
+    result per corpus checked (``checks``) with a description of that corpus, and
+    the files hashed (the evaluation set first)."""
 
     ids: list[str]
     shown: list[str]
     checks: dict
     against: dict[str, str]
     hashed: list[Path]
-    flags_dir: str
-    summary: str
 
     @property
     def dirty(self) -> np.ndarray:
@@ -58,36 +54,34 @@ def _numbered(test: list[str]) -> list[str]:
     return [str(i) for i in range(len(test))]
 
 
-def audit_text(root: Path, cfg: AuditParams, params: Path, name: str | None):
-    data = root / "data" / "subsampled" / "text"
+def _need(kind: str, **paths: Path | None) -> None:
+    missing = [k for k, v in paths.items() if v is None]
+    if missing:
+        flags = ", ".join(f"--{k}" for k in missing)
+        raise ConfigError(f"audit.py {kind}: needs {flags}")
+
+
+def audit_text(cfg: AuditParams, *, test: Path, train: Path, **_):
+    """The LM test lines against the LM training text."""
+    _need("text", test=test, train=train)
     # the non-empty lines, as the language models read them (firth.lm.data)
-    test = [x for x in read_lines([data / "test.txt"]) if x.strip()]
+    lines = [x for x in read_lines([test]) if x.strip()]
     return Audited(
-        ids=_numbered(test),
-        shown=test,
-        checks={"train": audit_texts(test, read_lines([data / "train.txt"]), cfg)},
-        against={"train": "data/subsampled/text/train.txt (the LM training text)"},
-        hashed=[data / "test.txt", data / "train.txt"],
-        flags_dir="text",
-        summary="text.json",
+        ids=_numbered(lines),
+        shown=lines,
+        checks={"train": audit_texts(lines, read_lines([train]), cfg)},
+        against={"train": f"{shown(train)} (the LM training text)"},
+        hashed=[test, train],
     )
 
 
-def _named(kind: str, params: Path, name: str | None) -> str:
-    if not name:
-        raise ConfigError(f"audit.py {kind}: name a source under sources.{kind}")
-    if name not in load_sources(kind, params):
-        raise ConfigError(f"{params}: no source 'sources.{kind}.{name}'")
-    return name
-
-
-def audit_nli(root: Path, cfg: AuditParams, params: Path, name: str | None):
-    name = _named("nli", params, name)
-    src = root / "data" / "raw" / "nli" / name / "examples.jsonl"
-    splits = read_examples(src)
+def audit_nli(cfg: AuditParams, *, test: Path, **_):
+    """The test pairs of one NLI examples file against its other splits."""
+    _need("nli", test=test)
+    splits = read_examples(test)
     if not splits.get("test"):
-        raise DataError(f"{src}: no test examples to audit")
-    test = [f"{r['premise']} {r['hypothesis']}" for r in splits["test"]]
+        raise DataError(f"{test}: no test examples to audit")
+    texts = [f"{r['premise']} {r['hypothesis']}" for r in splits["test"]]
     train = [
         f"{r['premise']} {r['hypothesis']}"
         for s, rows in sorted(splits.items())
@@ -95,61 +89,52 @@ def audit_nli(root: Path, cfg: AuditParams, params: Path, name: str | None):
         for r in rows
     ]
     return Audited(
-        ids=_numbered(test),
-        shown=test,
-        checks={"train": audit_texts(test, train, cfg)},
-        against={
-            "train": f"data/raw/nli/{name}/examples.jsonl (every pair outside "
-            "the test split)"
-        },
-        hashed=[src],
-        flags_dir=f"nli/{name}",
-        summary=f"nli_{name}.json",
+        ids=_numbered(texts),
+        shown=texts,
+        checks={"train": audit_texts(texts, train, cfg)},
+        against={"train": f"{shown(test)} (every pair outside the test split)"},
+        hashed=[test],
     )
 
 
-def audit_parallel(root: Path, cfg: AuditParams, params: Path, name: str | None):
-    data = root / "data" / "subsampled" / "parallel"
-    test = read_pairs(data / "test.tsv")
-    train = data / "train.tsv"
+def audit_parallel(cfg: AuditParams, *, test: Path, train: Path, **_):
+    """The test pairs' sources and targets against the training pairs'."""
+    _need("parallel", test=test, train=train)
+    pairs = read_pairs(test)
     return Audited(
-        ids=test.ids,
-        shown=test.target,
+        ids=pairs.ids,
+        shown=pairs.target,
         checks={
-            "source": audit_texts(test.source, read_lines([train], column=1), cfg),
-            "target": audit_texts(test.target, read_lines([train], column=2), cfg),
+            "source": audit_texts(pairs.source, read_lines([train], column=1), cfg),
+            "target": audit_texts(pairs.target, read_lines([train], column=2), cfg),
         },
         against={
-            "source": "data/subsampled/parallel/train.tsv (training sources)",
-            "target": "data/subsampled/parallel/train.tsv (training targets)",
+            "source": f"{shown(train)} (training sources)",
+            "target": f"{shown(train)} (training targets)",
         },
-        hashed=[data / "test.tsv", train],
-        flags_dir="parallel",
-        summary="parallel.json",
+        hashed=[test, train],
     )
 
 
-def audit_tagged(root: Path, cfg: AuditParams, params: Path, name: str | None):
-    name = _named("tagged", params, name)
-    data = root / "data" / "subsampled" / "tagged" / name
-    test = [" ".join(t) for t, _ in read_conll(data / "test.conll")]
-    train = (" ".join(t) for t, _ in read_conll(data / "train.conll"))
-    text = root / "data" / "subsampled" / "text" / "train.txt"
+def audit_tagged(cfg: AuditParams, *, test: Path, train: Path, text: Path, **_):
+    """The tagged test sentences against the tagged training sentences and the
+    word vectors' corpus."""
+    _need("tagged", test=test, train=train, text=text)
+    sents = [" ".join(t) for t, _ in read_conll(test)]
+    train_sents = (" ".join(t) for t, _ in read_conll(train))
     return Audited(
-        ids=_numbered(test),
-        shown=test,
+        ids=_numbered(sents),
+        shown=sents,
         checks={
-            "train": audit_texts(test, train, cfg),
-            "vectors-corpus": audit_texts(test, read_lines([text]), cfg, near=False),
+            "train": audit_texts(sents, train_sents, cfg),
+            "vectors-corpus": audit_texts(sents, read_lines([text]), cfg, near=False),
         },
         against={
-            "train": f"data/subsampled/tagged/{name}/train.conll",
-            "vectors-corpus": "data/subsampled/text/train.txt (the corpus of the "
+            "train": shown(train),
+            "vectors-corpus": f"{shown(text)} (the corpus of the "
             "pretrained word vectors; n-gram overlap and exact duplicates only)",
         },
-        hashed=[data / "test.conll", data / "train.conll", text],
-        flags_dir=f"tagged/{name}",
-        summary=f"tagged_{name}.json",
+        hashed=[test, train, text],
     )
 
 
@@ -172,17 +157,17 @@ def flag_rows(audited: Audited) -> tuple[list[str], list[list]]:
     return header, rows
 
 
-def summary(root: Path, audited: Audited, cfg: AuditParams, kind: str) -> dict:
-    """reports/audit/<summary>: counts per check and the most repeated dirty
+def summary(audited: Audited, cfg: AuditParams, kind: str) -> dict:
+    """The audit's summary: counts per check and the most repeated dirty
     examples."""
     dirty, ids, checks = audited.dirty, audited.ids, audited.checks
     repeated = Counter(
         " ".join(words(t)) for t, d in zip(audited.shown, dirty, strict=True) if d
     )
     report = {
-        "evaluation": str(audited.hashed[0].relative_to(root)),
+        "evaluation": shown(audited.hashed[0]),
         "against": audited.against,
-        "sha256": {str(p.relative_to(root)): sha256_file(p) for p in audited.hashed},
+        "sha256": {shown(p): sha256_file(p) for p in audited.hashed},
         "examples": len(ids),
         "dirty": int(dirty.sum()),
         "dirty_share": float(dirty.mean()) if len(ids) else 0.0,

@@ -30,7 +30,7 @@ from firth.embeddings.subword import SubwordSpace, compose
 from firth.embeddings.tuning import DEV, TEST, TUNED, half, halves
 from firth.embeddings.vectors import Embedding, load_word2vec, save_word2vec
 from firth.errors import ConfigError, DataError
-from firth.io import read_json, sha256_file
+from firth.io import read_json, sha256_file, shown
 from firth.results import StageOutput, parse, peak_rss_mb
 
 log = logging.getLogger(__name__)
@@ -46,7 +46,7 @@ def settings_of(cfg: Embeddings, method: str) -> dict:
 
 
 def checkpoint(
-    root: Path,
+    folder: Path,
     cfg: Embeddings,
     method: str,
     seed: int,
@@ -59,7 +59,7 @@ def checkpoint(
     if setting is not None:
         name += f"-k{setting['negatives']}-cds{setting['cds']:g}"
     return Checkpoint(
-        root / "data" / "checkpoints" / "embeddings" / f"{name}.pt",
+        folder / f"{name}.pt",
         run_key(
             method=method,
             params=settings_of(cfg, method),
@@ -71,9 +71,9 @@ def checkpoint(
     )
 
 
-def dev_halves(root: Path) -> dict[str, list]:
-    """The dev half of every fetched similarity set (firth.embeddings.tuning)."""
-    base = root / "data" / "raw" / "eval"
+def dev_halves(base: Path) -> dict[str, list]:
+    """The dev half of every similarity set fetched into ``base``
+    (firth.embeddings.tuning)."""
     out = {}
     for src in sorted(base.glob("*/SOURCE.json")):
         if read_json(src).get("format") == "similarity":
@@ -82,14 +82,21 @@ def dev_halves(root: Path) -> dict[str, list]:
 
 
 def train(
-    root: Path, cfg: Embeddings, method: str, seed: int, where: Path
+    cfg: Embeddings,
+    method: str,
+    seed: int,
+    where: Path,
+    *,
+    src: Path,
+    eval_dir: Path | None,
+    checkpoints: Path,
 ) -> tuple[StageOutput, list[Checkpoint]]:
-    """``method`` trained with ``seed`` on data/subsampled/text/train.txt (SGNS and
-    PPMI-SVD: every setting of ``embeddings.tune``, the best on the dev halves of
-    the similarity sets kept): its vectors folder, statistics and loss curve;
-    clear the checkpoints once written."""
+    """``method`` trained with ``seed`` on the text ``src`` (SGNS and PPMI-SVD:
+    every setting of ``embeddings.tune``, the best on the dev halves of the
+    similarity sets in ``eval_dir`` kept; checkpoints in the folder
+    ``checkpoints``): its vectors folder, statistics and loss curve; clear the
+    checkpoints once written."""
     check_seed(where, f"embeddings.seeds.{method}", seed, cfg.seeds[method])
-    src = root / "data" / "subsampled" / "text" / "train.txt"
     corpus, sentences = load_corpus(
         src,
         min_count=cfg.common.min_count,
@@ -101,16 +108,18 @@ def train(
     if method in TUNED:
 
         def made(setting):
-            ckpts.append(checkpoint(root, cfg, method, seed, data_hash, setting))
+            ckpts.append(checkpoint(checkpoints, cfg, method, seed, data_hash, setting))
             return ckpts[-1]
 
-        dev = dev_halves(root)
+        if eval_dir is None:
+            raise ConfigError(f"{method} tunes on the similarity sets: pass --eval")
+        dev = dev_halves(eval_dir)
         try:
             out = train_tuned(method, corpus, cfg, seed=seed, dev=dev, checkpoints=made)
         except ValueError as exc:
             raise ConfigError(f"{where}: {exc}") from None
     else:
-        ckpts.append(checkpoint(root, cfg, method, seed, data_hash))
+        ckpts.append(checkpoint(checkpoints, cfg, method, seed, data_hash))
         out = train_method(
             method, corpus, sentences, cfg, seed=seed, checkpoint=ckpts[0]
         )
@@ -118,7 +127,7 @@ def train(
         "method": method,
         "seed": seed,
         "embeddings": settings_of(cfg, method),
-        "corpus": str(src.relative_to(root)),
+        "corpus": shown(src),
         "corpus_sha256": data_hash,
     }
 
@@ -163,21 +172,28 @@ def train(
 
 
 def evaluate_method(
-    root: Path, method: str, seeds: list[int], cfg: EvaluateEmbeddings
+    vectors: Path,
+    eval_dir: Path,
+    method: str,
+    seeds: list[int],
+    cfg: EvaluateEmbeddings,
 ) -> tuple[EmbeddingEval, EmbeddingDetail, list[list], EmbeddingItems]:
-    """Every seed of ``method`` scored: the eval record, the first seed's detail
-    and analogy-section rows, and every seed's per-item statistics."""
+    """Every seed of ``method`` (its folders seed-<seed> under ``vectors``) scored
+    on the sets in ``eval_dir``: the eval record, the first seed's detail and
+    analogy-section rows, and every seed's per-item statistics."""
     runs: dict[int, Scores] = {}
     first = None
     items: dict = {"method": method, "similarity": {}, "analogy": {}}
     hashes = set()
     for seed in seeds:
-        folder = root / "data" / "embeddings" / method / f"seed-{seed}"
+        folder = vectors / f"seed-{seed}"
         if not (folder / "vectors.txt").exists():
             raise DataError(
                 f"{folder}: no vectors (run train-embeddings-{method}@{seed})"
             )
-        metrics, detail, section_rows, per_item = evaluate(root, method, folder, cfg)
+        metrics, detail, section_rows, per_item = evaluate(
+            eval_dir, method, folder, cfg
+        )
         runs[seed] = metrics
         hashes.add(sha256_file(folder / "vectors.txt"))
         first = first or ({**detail, "seed": seeds[0]}, section_rows)
@@ -215,9 +231,8 @@ def _merge_items(items: dict, per_item: dict, seed: str, method: str) -> None:
         entry["hits"][seed] = ana["hits"]
 
 
-def eval_sets(root: Path) -> list[tuple[str, str, Path]]:
-    """(name, format, folder) of every fetched evaluation set."""
-    base = root / "data" / "raw" / "eval"
+def eval_sets(base: Path) -> list[tuple[str, str, Path]]:
+    """(name, format, folder) of every evaluation set fetched into ``base``."""
     out = []
     for src in sorted(base.glob("*/SOURCE.json")):
         fmt = read_json(src).get("format")
@@ -260,7 +275,9 @@ def neighbours(emb: Embedding, probes: list[str], vectors, *, k: int) -> list[di
     return rows
 
 
-def evaluate(root: Path, method: str, folder: Path, cfg) -> tuple[Scores, dict, list]:
+def evaluate(
+    eval_dir: Path, method: str, folder: Path, cfg
+) -> tuple[Scores, dict, list]:
     """Scores, details and analogy-section rows of the vectors in ``folder``."""
     emb = load_word2vec(folder / "vectors.txt")
     index = emb.index()
@@ -283,7 +300,7 @@ def evaluate(root: Path, method: str, folder: Path, cfg) -> tuple[Scores, dict, 
     detail: dict = {"method": method, "analogy": {}, "similarity": {}}
     items: dict = {"similarity": {}, "analogy": {}}
     section_rows = []
-    for name, fmt, path in eval_sets(root):
+    for name, fmt, path in eval_sets(eval_dir):
         if fmt == "analogy":
             sections = read_analogies(path / "questions-words.txt")
             # 'top': the ``restrict`` most frequent words, where that cuts the

@@ -44,49 +44,83 @@ def select(cfg: Lm, name: str, error: type[Exception] = ConfigError) -> LmRun:
     return cfg.runs[name]
 
 
-class LmTraining:
-    """One run of ``lm.runs`` ready to train on data/subsampled/text/: its lines
-    read and its vocabulary built."""
+def common_of(cfg: Lm, run: LmRun):
+    """``lm.common`` with the run's own epoch budget where it sets one."""
+    if run.epochs is None:
+        return cfg.common
+    return cfg.common.model_copy(update={"epochs": run.epochs})
 
-    def __init__(self, root: Path, cfg: Lm, name: str):
-        self.root, self.cfg, self.name = root, cfg, name
+
+class LmTraining:
+    """One run of ``lm.runs`` ready to train: its lines read and its vocabulary
+    built (``load`` reads them; the constructor does no I/O)."""
+
+    def __init__(
+        self,
+        cfg: Lm,
+        name: str,
+        *,
+        train_lines: list[str],
+        valid_lines: list[str],
+        vocab: Vocabulary,
+        corpus_sha256: str,
+        checkpoint: Checkpoint,
+    ):
+        self.cfg, self.name = cfg, name
         self.run = select(cfg, name)
         self.family = self.run.family
-        c = cfg.common
-        if self.run.epochs is not None:  # the run's own budget
-            c = c.model_copy(update={"epochs": self.run.epochs})
-        self.common = c
-        text = root / "data" / "subsampled" / "text"
-        self.train_lines = read_lines(text / "train.txt")
-        self.valid_lines = read_lines(text / "valid.txt")
-        data_hash = sha256_file(text / "train.txt")
-        self.vocab = build_vocabulary(
-            self.train_lines,
-            unit=c.unit,
-            min_count=c.min_count,
-            tokenizer=root / "data" / "tokenizers" / "text" / "tokenizer.json",
-        )
-        log.info("%s: %s vocabulary of %d tokens", name, c.unit, self.vocab.size)
+        self.common = c = common_of(cfg, self.run)
+        self.train_lines, self.valid_lines, self.vocab = train_lines, valid_lines, vocab
         self.settings = {
             "run": name,
             "family": self.family,
             "seed": self.run.seed,
             "common": c.model_dump(),
             self.family: getattr(cfg, self.family).model_dump(),
-            "corpus_sha256": data_hash,
+            "corpus_sha256": corpus_sha256,
         }
         # neural runs only; keyed by the settings and the hardware in ``neural``
-        self.checkpoint = Checkpoint(
-            root / "data" / "checkpoints" / "lm" / f"{name}.pt", key=""
-        )
+        self.checkpoint = checkpoint
         self.stats: dict = {
             "run": name,
             "family": self.family,
             "seed": self.run.seed,
             "unit": c.unit,
-            "vocab": self.vocab.size,
-            "corpus_sha256": data_hash,
+            "vocab": vocab.size,
+            "corpus_sha256": corpus_sha256,
         }
+
+    @classmethod
+    def load(
+        cls,
+        cfg: Lm,
+        name: str,
+        *,
+        train: Path,
+        valid: Path,
+        tokenizer: Path,
+        checkpoint: Path,
+    ) -> LmTraining:
+        """The run ``name`` on the text files ``train`` and ``valid``, with the
+        tokenizer folder ``tokenizer`` (BPE runs) and its checkpoint file."""
+        c = common_of(cfg, select(cfg, name))
+        train_lines = read_lines(train)
+        vocab = build_vocabulary(
+            train_lines,
+            unit=c.unit,
+            min_count=c.min_count,
+            tokenizer=tokenizer / "tokenizer.json",
+        )
+        log.info("%s: %s vocabulary of %d tokens", name, c.unit, vocab.size)
+        return cls(
+            cfg,
+            name,
+            train_lines=train_lines,
+            valid_lines=read_lines(valid),
+            vocab=vocab,
+            corpus_sha256=sha256_file(train),
+            checkpoint=Checkpoint(checkpoint, key=""),
+        )
 
     def _done(self, write, curve: list[dict]) -> StageOutput:
         self.stats["peak_rss_mb"] = peak_rss_mb()
@@ -199,13 +233,12 @@ def baselines(vocab: Vocabulary, stream: torch.Tensor, chars: int) -> dict:
 
 
 class Scorer:
-    """A trained run loaded from data/lm/<run>/: Kneser-Ney counts or a neural
-    model on its device."""
+    """A trained run loaded from its folder (train-lm's out): Kneser-Ney counts or
+    a neural model on its device."""
 
-    def __init__(self, root: Path, cfg: Lm, name: str):
+    def __init__(self, folder: Path, cfg: Lm, name: str):
         self.run = select(cfg, name, DataError)
         self.name, self.cfg, c = name, cfg, cfg.common
-        folder = root / "data" / "lm" / name
         if not (folder / "vocab.json").exists():
             raise DataError(f"{folder}: no trained model (run train-lm@{name})")
         self.vocab = Vocabulary.load(folder / "vocab.json")
@@ -324,15 +357,22 @@ class Scorer:
 
 
 def evaluate(
-    root: Path, cfg: Lm, ev: EvaluateLm, name: str
+    cfg: Lm,
+    ev: EvaluateLm,
+    name: str,
+    *,
+    model: Path,
+    test: Path,
+    valid: Path,
+    flags: Path,
 ) -> tuple[LmEval, LmDetail, LmItems]:
-    """The run ``name`` scored on data/subsampled/text/{test,valid}.txt: its eval
+    """The run ``name`` (its folder ``model``) scored on the text files ``test``
+    and ``valid``, the test lines also split by the audit's ``flags``: its eval
     record, its detail (samples, gradient flow) and its per-line test
     statistics."""
-    scorer = Scorer(root, cfg, name)
+    scorer = Scorer(model, cfg, name)
     run, vocab = scorer.run, scorer.vocab
-    text = root / "data" / "subsampled" / "text"
-    test_hash = sha256_file(text / "test.txt")
+    test_hash = sha256_file(test)
     result: dict = {
         "run": name,
         "family": run.family,
@@ -341,8 +381,7 @@ def evaluate(
         "vocab": vocab.size,
         "test_sha256": test_hash,
     }
-    flags = root / "data" / "audit" / "text" / "flags.tsv"
-    lines = {split: read_lines(text / f"{split}.txt") for split in ("test", "valid")}
+    lines = {"test": read_lines(test), "valid": read_lines(valid)}
     per_line = {}
     for split in ("test", "valid"):
         result[split], per_line[split] = scorer.split(

@@ -101,13 +101,12 @@ def batch(data: Encoded, idx: list[int]) -> dict[str, torch.Tensor]:
     }
 
 
-def load_splits(folder, cfg, seed: int) -> tuple[dict[str, list[dict]], bool]:
-    """train / valid / test examples of a fetched NLI source (examples.jsonl),
-    and whether valid was carved out of train (``nli.valid_fraction``)."""
+def load_splits(path, cfg, seed: int) -> tuple[dict[str, list[dict]], bool]:
+    """train / valid / test examples of a fetched NLI source (its examples.jsonl,
+    ``path``), and whether valid was carved out of train (``nli.valid_fraction``)."""
     from firth.errors import DataError
     from firth.sources.nli import read_examples
 
-    path = folder / "examples.jsonl"
     if not path.exists():
         raise DataError(f"{path}: not found (run the fetch-nli stage first)")
     splits = read_examples(path)

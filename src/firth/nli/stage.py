@@ -39,10 +39,11 @@ class NliRun:
     name: str  # "<data>-<model>": folder under data/nli and reports/nli
     seed0: int  # the split seed (the top-level ``seed``)
     device: torch.device
-    raw: Path
 
 
-def setup(root: Path, params: Path, data: str, model: str) -> NliRun:
+def setup(params: Path, data: str, model: str) -> NliRun:
+    """Check that ``data`` and ``model`` are in the ``nli`` section and that the
+    data is an NLI source; pick the device."""
     cfg, seed = load_sections("nli", params, schema=Nli)
     for key, value, allowed in (
         ("data", data, cfg.data),
@@ -66,18 +67,18 @@ def setup(root: Path, params: Path, data: str, model: str) -> NliRun:
         name=f"{data}-{model}",
         seed0=seed,
         device=resolve_device(cfg.device, key="nli.device"),
-        raw=root / "data" / "raw" / "nli" / data,
     )
 
 
 def train_seed(
-    root: Path, run: NliRun, seed: int, accel: Accel
+    run: NliRun, seed: int, accel: Accel, *, examples: Path, checkpoint: Path
 ) -> tuple[StageOutput, Checkpoint]:
-    """The run trained with ``seed`` on ``accel``: its model folder, statistics
-    and curve; clear the checkpoint once written."""
+    """The run trained with ``seed`` on ``accel`` on the source's ``examples``
+    file, checkpointing to ``checkpoint``: its model folder, statistics and
+    curve; clear the checkpoint once written."""
     cfg = run.cfg
     check_seed(run.params, "nli.seeds", seed, cfg.seeds)
-    splits, carved = load_splits(run.raw, cfg, run.seed0)
+    splits, carved = load_splits(examples, cfg, run.seed0)
     sentences = (
         tokenize(r[side], lowercase=cfg.lowercase)[: cfg.max_len]
         for r in splits["train"]
@@ -88,7 +89,7 @@ def train_seed(
         s: encode(rs, vocab, lowercase=cfg.lowercase, max_len=cfg.max_len)
         for s, rs in splits.items()
     }
-    data_sha = sha256_file(run.raw / "examples.jsonl")
+    data_sha = sha256_file(examples)
     settings = {
         "run": run.name,
         "data": run.data,
@@ -101,10 +102,7 @@ def train_seed(
     }
     torch.manual_seed(seed)
     model = build(run.model, len(vocab.words), cfg)
-    ckpt = Checkpoint(
-        root / "data" / "checkpoints" / "nli" / f"{run.name}-seed{seed}.pt",
-        run_key(**settings, **accel.describe()),
-    )
+    ckpt = Checkpoint(checkpoint, run_key(**settings, **accel.describe()))
     result = train(
         model,
         enc["train"],
@@ -139,18 +137,18 @@ def train_seed(
     return StageOutput(write, record, result.history), ckpt
 
 
-def evaluate(root: Path, run: NliRun, ev: EvaluateNli) -> tuple[NliEval, NliItems]:
-    """Every seed of the run on the test split, with the majority baseline, the
-    contamination split and the first seed's misclassified examples; and each
+def evaluate(
+    run: NliRun, ev: EvaluateNli, *, examples: Path, models_dir: Path, flags: Path
+) -> tuple[NliEval, NliItems]:
+    """Every seed of the run (the seed folders under ``models_dir``) on the test
+    split of ``examples``, with the majority baseline, the contamination split
+    (the audit's ``flags``) and the first seed's misclassified examples; and each
     seed's right or wrong answer per test example (for the verdicts)."""
     cfg = run.cfg
-    splits, _ = load_splits(run.raw, cfg, run.seed0)
+    splits, _ = load_splits(examples, cfg, run.seed0)
     test = splits["test"]
     gold = [LABELS.index(r["label"]) for r in test]
-    dirty = read_flags(
-        root / "data" / "audit" / "nli" / run.data / "flags.tsv",
-        [str(i) for i in range(len(test))],
-    )
+    dirty = read_flags(flags, [str(i) for i in range(len(test))])
 
     def split(pred):
         return split_scores(
@@ -160,7 +158,7 @@ def evaluate(root: Path, run: NliRun, ev: EvaluateNli) -> tuple[NliEval, NliItem
 
     models, examples, correct = [], [], {}
     for seed in cfg.seeds:
-        folder = root / "data" / "nli" / run.name / f"seed-{seed}"
+        folder = models_dir / f"seed-{seed}"
         if not (folder / "model.pt").exists():
             raise DataError(
                 f"{folder}: no trained model (run train-nli@{run.name}-{seed})"
@@ -183,7 +181,7 @@ def evaluate(root: Path, run: NliRun, ev: EvaluateNli) -> tuple[NliEval, NliItem
             ][: ev.examples]
     major = majority([LABELS.index(r["label"]) for r in splits["train"]])
     base = [major] * len(test)
-    first = root / "data" / "nli" / run.name / f"seed-{cfg.seeds[0]}"
+    first = models_dir / f"seed-{cfg.seeds[0]}"
     record = {
         "run": run.name,
         "data": run.data,

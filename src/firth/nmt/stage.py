@@ -83,9 +83,10 @@ def encode_split(tok, pairs: Pairs, pointer: bool) -> Encoded:
     return Encoded(src, tgt, [()] * len(src))
 
 
-def load_trained(root: Path, cfg: Nmt, name: str, run: NmtRun, tok, device):
-    """The weights of data/nmt/<name>/model.pt in their model, on ``device``."""
-    weights = root / "data" / "nmt" / name / "model.pt"
+def load_trained(folder: Path, cfg: Nmt, name: str, run: NmtRun, tok, device):
+    """The weights of the run ``name`` (model.pt in its folder, train-nmt's out)
+    in their model, on ``device``."""
+    weights = folder / "model.pt"
     if not weights.exists():
         raise DataError(f"{weights}: not found (run train-nmt@{name} first)")
     model = build_model(
@@ -96,18 +97,25 @@ def load_trained(root: Path, cfg: Nmt, name: str, run: NmtRun, tok, device):
 
 
 class NmtTraining:
-    """One run of ``nmt.runs`` ready to train on data/subsampled/parallel/."""
+    """One run of ``nmt.runs`` ready to train on its pairs, already read and
+    encoded (``load`` reads them; the constructor does no I/O)."""
 
-    def __init__(self, root: Path, cfg: Nmt, name: str):
-        self.root, self.cfg, self.name = root, cfg, name
+    def __init__(
+        self,
+        cfg: Nmt,
+        name: str,
+        *,
+        tok,
+        train_pairs: Pairs,
+        valid_pairs: Pairs,
+        hashes: dict[str, str],
+        checkpoint: Checkpoint,
+    ):
+        self.cfg, self.name = cfg, name
         self.run = run = select(cfg, name)
-        data = root / "data" / "subsampled" / "parallel"
-        tok_path = root / "data" / "tokenizers" / "parallel" / "tokenizer.json"
-        self.tok = load_tokenizer(tok_path)
-        self.train_pairs = read_pairs(data / "train.tsv")
-        self.valid_pairs = read_pairs(data / "valid.tsv")
-        self.train_set = encode_split(self.tok, self.train_pairs, run.pointer)
-        self.valid_set = encode_split(self.tok, self.valid_pairs, run.pointer)
+        self.tok, self.train_pairs, self.valid_pairs = tok, train_pairs, valid_pairs
+        self.train_set = encode_split(tok, train_pairs, run.pointer)
+        self.valid_set = encode_split(tok, valid_pairs, run.pointer)
         self.settings = {
             "run": name,
             "model": run.model,
@@ -115,13 +123,36 @@ class NmtTraining:
             "epochs": run.epochs,
             "common": cfg.common.model_dump(),
             "transformer": cfg.transformer.model_dump(),
-            "train_sha256": sha256_file(data / "train.tsv"),
-            "tokenizer_sha256": sha256_file(tok_path),
+            "train_sha256": hashes["train"],
+            "tokenizer_sha256": hashes["tokenizer"],
             **run.model_dump(include=SWITCHES, exclude_defaults=True),
         }
         # keyed by the settings and the hardware once they are known (``fit``)
-        self.checkpoint = Checkpoint(
-            root / "data" / "checkpoints" / "nmt" / f"{name}.pt", key=""
+        self.checkpoint = checkpoint
+
+    @classmethod
+    def load(
+        cls,
+        cfg: Nmt,
+        name: str,
+        *,
+        train: Path,
+        valid: Path,
+        tokenizer: Path,
+        checkpoint: Path,
+    ) -> NmtTraining:
+        """The run ``name`` on the TSV files ``train`` and ``valid`` with the joint
+        BPE in the folder ``tokenizer``, checkpointing to ``checkpoint``."""
+        select(cfg, name)  # a bad name fails before any file is read
+        tok_path = tokenizer / "tokenizer.json"
+        return cls(
+            cfg,
+            name,
+            tok=load_tokenizer(tok_path),
+            train_pairs=read_pairs(train),
+            valid_pairs=read_pairs(valid),
+            hashes={"train": sha256_file(train), "tokenizer": sha256_file(tok_path)},
+            checkpoint=Checkpoint(checkpoint, key=""),
         )
 
     def fit(self, accel: Accel, group: Group) -> StageOutput | None:
@@ -197,15 +228,24 @@ class NmtTraining:
 
 
 class Translator:
-    """A trained run translating the test split greedily and with beam search."""
+    """A trained run (its folder ``model``, its tokenizer folder ``tokenizer``)
+    translating the test split greedily and with beam search."""
 
-    def __init__(self, root, cfg: Nmt, ev: EvaluateNmt, name: str, run: NmtRun, test):
+    def __init__(
+        self,
+        cfg: Nmt,
+        ev: EvaluateNmt,
+        name: str,
+        run: NmtRun,
+        test: Pairs,
+        *,
+        model: Path,
+        tokenizer: Path,
+    ):
         self.cfg, self.ev, self.name, self.run, c = cfg, ev, name, run, cfg.common
-        self.tok = load_tokenizer(
-            root / "data" / "tokenizers" / "parallel" / "tokenizer.json"
-        )
+        self.tok = load_tokenizer(tokenizer / "tokenizer.json")
         self.device = resolve_device(c.device, key="nmt.common.device")
-        self.model = load_trained(root, cfg, name, run, self.tok, self.device)
+        self.model = load_trained(model, cfg, name, run, self.tok, self.device)
         self.test = encode_split(self.tok, test, run.pointer)
 
     def test_loss(self) -> float:
@@ -332,13 +372,22 @@ def score(name: str, hyps: list[str], test: Pairs, dirty, ev: EvaluateNmt):
 
 
 def evaluate(
-    root: Path, cfg: Nmt, ev: EvaluateNmt, name: str
+    cfg: Nmt,
+    ev: EvaluateNmt,
+    name: str,
+    *,
+    test_path: Path,
+    flags: Path,
+    model: Path | None = None,
+    tokenizer: Path | None = None,
 ) -> tuple[NmtEval, NmtDetail, NmtItems, dict[str, list[str]]]:
-    """The run ``name`` (or the copy-source baseline) on the test split: its eval
-    record, its detail, its per-verse statistics, and its translations as
-    columns: id, greedy, beam."""
+    """The run ``name`` (its folder ``model``, its tokenizer folder
+    ``tokenizer``), or the copy-source baseline, on the test pairs ``test_path``
+    split by the audit's ``flags``: its eval record, its detail, its per-verse
+    statistics, and its translations as columns: id, greedy, beam."""
     run = select(cfg, name, baseline=True)
-    test_path = root / "data" / "subsampled" / "parallel" / "test.tsv"
+    if run is not None and (model is None or tokenizer is None):
+        raise ConfigError(f"evaluate_nmt.py {name}: needs --model and --tokenizer")
     test = read_pairs(test_path)
     test_hash = sha256_file(test_path)
     result: dict = {"run": name, "test_pairs": len(test), "test_sha256": test_hash}
@@ -347,7 +396,9 @@ def evaluate(
         outputs = {"greedy": list(test.source), "beam": list(test.source)}
         result["model"] = COPY
     else:
-        translator = Translator(root, cfg, ev, name, run, test)
+        translator = Translator(
+            cfg, ev, name, run, test, model=model, tokenizer=tokenizer
+        )
         loss = translator.test_loss()
         result.update(
             model=run.model,
@@ -362,7 +413,7 @@ def evaluate(
         )
         outputs = translator.outputs(result, detail)
         detail["heatmaps"] = heatmaps(translator, test, ev.heatmaps)
-    dirty = read_flags(root / "data" / "audit" / "parallel" / "flags.tsv", test.ids)
+    dirty = read_flags(flags, test.ids)
     result["contamination"] = {}
     for key in ("signatures", "buckets", "examples"):
         detail[key] = {}

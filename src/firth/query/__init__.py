@@ -8,3 +8,56 @@ from firth.errors import FirthError
 class NotTrained(FirthError):
     """The run's outputs are not in the workspace: its message names the `dvc
     repro` target that makes them."""
+
+
+_COMMANDS: dict = {}  # (root, dvc.yaml and params.yaml mtimes) -> {stage: cmd}
+
+
+def _commands(root) -> dict[str, str]:
+    """Every stage's command in the project ``root``, from DVC's own index (its
+    templates resolved against params.yaml); cached while both files stay as
+    they are."""
+    from dvc.exceptions import DvcException
+    from dvc.repo import Repo
+
+    stamp = tuple(
+        (root / f).stat().st_mtime_ns if (root / f).exists() else 0
+        for f in ("dvc.yaml", "params.yaml")
+    )
+    key = (str(root.resolve()), stamp)
+    if key not in _COMMANDS:
+        try:
+            with Repo(str(root), uninitialized=True) as repo:
+                _COMMANDS[key] = {st.name: st.cmd for st in repo.index.stages}
+        except DvcException as exc:
+            raise FirthError(f"{root / 'dvc.yaml'}: {exc}") from None
+    return _COMMANDS[key]
+
+
+def stage_command(root, stage: str) -> list[str]:
+    """The command of the DVC stage ``stage`` in the project ``root`` as words,
+    as its dvc.yaml (the one place paths are written) has it: ``python``, the
+    script, its arguments (paths relative to ``root``)."""
+    import shlex
+    from pathlib import Path
+
+    root = Path(root)
+    commands = _commands(root)
+    if stage not in commands:
+        raise FirthError(f"{root / 'dvc.yaml'} has no stage {stage}")
+    return shlex.split(commands[stage])
+
+
+def stage_paths(root, stage: str) -> dict:
+    """The path arguments (``--flag value``) of the DVC stage ``stage`` in the
+    project ``root``, each below ``root``. A query finds a stage's outputs
+    there."""
+    from pathlib import Path
+
+    root = Path(root)
+    words = stage_command(root, stage)
+    return {
+        flag[2:]: root / value
+        for flag, value in zip(words, words[1:], strict=False)
+        if flag.startswith("--") and flag != "--params"
+    }

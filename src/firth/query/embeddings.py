@@ -16,11 +16,12 @@ import numpy as np
 
 from firth.embeddings.vectors import Embedding, load_word2vec
 from firth.errors import ConfigError, DataError
-from firth.query import NotTrained
+from firth.query import NotTrained, stage_paths
 
 
 def vectors_folder(root: Path, params: dict, method: str, seed: int | None) -> Path:
-    """data/embeddings/<method>/seed-<seed> (default seed: the method's first)."""
+    """The vectors folder train-embeddings-<method>@<seed> writes (default seed:
+    the method's first)."""
     seeds = params.get("embeddings", {}).get("seeds", {})
     if method not in seeds:
         raise ConfigError(
@@ -33,7 +34,7 @@ def vectors_folder(root: Path, params: dict, method: str, seed: int | None) -> P
             f"{method} is trained with seeds {seeds[method]} (embeddings.seeds), "
             f"not {seed}"
         )
-    folder = root / "data" / "embeddings" / method / f"seed-{seed}"
+    folder = stage_paths(root, f"train-embeddings-{method}@{seed}")["out"]
     if not (folder / "vectors.txt").exists():
         raise NotTrained(
             f"{method} (seed {seed}) is not trained yet: "

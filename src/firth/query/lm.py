@@ -9,19 +9,18 @@ from pathlib import Path
 
 from firth.config import load_section, load_sections
 from firth.errors import DataError
-from firth.query import NotTrained
+from firth.query import NotTrained, stage_paths
 
 
 def _scorer(root: Path, params: Path, name: str):
-    from firth.lm.stage import Scorer
+    from firth.lm.stage import Scorer, select
 
     cfg, _ = load_sections("lm", params)
-    if name in cfg.runs and not (root / "data" / "lm" / name / "vocab.json").exists():
+    select(cfg, name, DataError)  # an unknown run name
+    folder = stage_paths(root, f"train-lm@{name}")["out"]
+    if not (folder / "vocab.json").exists():
         raise NotTrained(f"{name} is not trained yet: dvc repro train-lm@{name}")
-    try:
-        return Scorer(root, cfg, name)
-    except DataError as exc:  # an unknown run name
-        raise DataError(str(exc)) from None
+    return Scorer(folder, cfg, name)
 
 
 def prepared(params: Path, lines: list[str]) -> list[str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from firth.errors import ConfigError
-from firth.query import NotTrained
+from firth.query import NotTrained, stage_paths
 
 
 def read_input(text: str) -> list[list[str]]:
@@ -65,9 +65,14 @@ def load(
     data, _, head = name.rpartition("-")
     if not data:
         raise ConfigError(f"{name}: a tagger run is <data>-<head>, e.g. wnut16-crf")
-    run = setup(root, params, data, head)
+    run = setup(params, data, head)
     seed = run.cfg.seeds[0] if seed is None else seed
-    folder = root / "data" / "taggers" / run.name / f"seed-{seed}"
+    if seed not in run.cfg.seeds:
+        raise ConfigError(
+            f"{run.name} is trained with seeds {run.cfg.seeds} (tagger.seeds), "
+            f"not {seed}"
+        )
+    folder = stage_paths(root, f"train-tagger@{run.name}-{seed}")["out"]
     if not (folder / "config.json").exists():
         raise NotTrained(
             f"{run.name} (seed {seed}) is not trained yet: "

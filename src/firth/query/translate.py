@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from firth.config import load_section, load_sections
-from firth.query import NotTrained
+from firth.query import NotTrained, stage_paths
 
 
 def translate(
@@ -32,12 +32,10 @@ def translate(
     cfg, _ = load_sections("nmt", params, schema=Nmt)
     ev = load_section("evaluate_nmt", params, schema=EvaluateNmt)
     run = select(cfg, name)
+    paths = stage_paths(root, f"train-nmt@{name}")
     for path, target in (
-        (
-            root / "data" / "tokenizers" / "parallel" / "tokenizer.json",
-            "tokenizer-parallel",
-        ),
-        (root / "data" / "nmt" / name / "model.pt", f"train-nmt@{name}"),
+        (paths["tokenizer"] / "tokenizer.json", "tokenizer-parallel"),
+        (paths["out"] / "model.pt", f"train-nmt@{name}"),
     ):
         if not path.exists():
             raise NotTrained(f"{name} is not trained yet: dvc repro {target}")
@@ -50,7 +48,9 @@ def translate(
         return rows
     kept = [sources[i] for i in keep]
     pairs = Pairs([str(i) for i in keep], kept, kept)
-    translator = Translator(root, cfg, ev, name, run, pairs)
+    translator = Translator(
+        cfg, ev, name, run, pairs, model=paths["out"], tokenizer=paths["tokenizer"]
+    )
     ids, _ = translator.translate(ev.beam if beam is None else beam)
     oov = translator.test.oov
     for j, i in enumerate(keep):

@@ -15,6 +15,7 @@ from fastapi.responses import HTMLResponse
 from pydantic import BaseModel
 
 from firth.errors import FirthError
+from firth.query import stage_paths
 
 PAGE = Path(__file__).with_name("page.html")
 
@@ -53,25 +54,31 @@ class TagIn(BaseModel):
 def runs(root: Path) -> dict:
     """Every run the page can ask, per task, with whether its outputs are there."""
     params = yaml.safe_load((root / "params.yaml").read_text(encoding="utf-8"))
-    data = root / "data"
     seeds = params.get("embeddings", {}).get("seeds", {})
     tagger = params.get("tagger", {})
+
+    def made(stage: str, name: str) -> bool:
+        return (stage_paths(root, stage)["out"] / name).exists()
+
     return {
         "translate": {
-            r: (data / "nmt" / r / "model.pt").exists()
+            r: made(f"train-nmt@{r}", "model.pt")
             for r in params.get("nmt", {}).get("runs", {})
         },
         "embeddings": {
-            m: (data / "embeddings" / m / f"seed-{s[0]}" / "vectors.txt").exists()
+            m: made(f"train-embeddings-{m}@{s[0]}", "vectors.txt")
             for m, s in seeds.items()
             if s
         },
         "generate": {
-            r: (data / "lm" / r / "vocab.json").exists()
+            r: made(f"train-lm@{r}", "vocab.json")
             for r in params.get("lm", {}).get("runs", {})
         },
         "tag": {
-            f"{d}-{h}": any((data / "taggers" / f"{d}-{h}").glob("seed-*/config.json"))
+            f"{d}-{h}": any(
+                made(f"train-tagger@{d}-{h}-{s}", "config.json")
+                for s in tagger.get("seeds", [])
+            )
             for d in tagger.get("data", [])
             for h in tagger.get("heads", [])
         },

@@ -18,9 +18,9 @@ from firth.accel import Accel, resolve_device
 from firth.audit.scores import read_flags, seed_mean, split_scores
 from firth.checkpoint import Checkpoint, run_key
 from firth.config import check_seed, load_sections, load_sources
-from firth.embeddings.vectors import load_word2vec
+from firth.embeddings.vectors import Embedding, load_word2vec
 from firth.errors import ConfigError, DataError
-from firth.io import read_json, sha256_file
+from firth.io import read_json, sha256_file, shown
 from firth.results import StageOutput, parse, peak_rss_mb
 from firth.tagging.config import EvaluateTagger, Tagger, TaggerCommon
 from firth.tagging.data import Vocab, encode, norm, read_split
@@ -49,12 +49,11 @@ class TaggerRun:
     head: str
     name: str  # "<data>-<head>": folder under data/taggers and reports/tagging
     device: torch.device
-    data_dir: Path
 
 
-def setup(root: Path, params: Path, data: str, head: str) -> TaggerRun:
+def setup(params: Path, data: str, head: str) -> TaggerRun:
     """Check that ``data`` and ``head`` are in the ``tagger`` section and that the
-    data is a tagged source; set the threads; pick the device."""
+    data is a tagged source; pick the device."""
     cfg, _ = load_sections("tagger", params, schema=Tagger)
     for key, value, allowed in (
         ("data", data, cfg.data),
@@ -78,13 +77,13 @@ def setup(root: Path, params: Path, data: str, head: str) -> TaggerRun:
         head=head,
         name=f"{data}-{head}",
         device=resolve_device(cfg.common.device, key="tagger.common.device"),
-        data_dir=root / "data" / "subsampled" / "tagged" / data,
     )
 
 
-def vectors_dir(root: Path, params: Path, method: str, seed: int) -> Path:
-    """data/embeddings/<method>/seed-<seed>/, or the method's first seed where
-    ``seed`` is not one of ``embeddings.seeds.<method>``."""
+def vectors_dir(vectors: Path, params: Path, method: str, seed: int) -> Path:
+    """The folder seed-<seed> of the method's vectors (``vectors``: train-embeddings'
+    outs of that method), or its first seed's where ``seed`` is not one of
+    ``embeddings.seeds.<method>``."""
     emb, _ = load_sections("embeddings", params)
     seeds = emb.seeds.get(method)
     if seeds is None:
@@ -93,42 +92,78 @@ def vectors_dir(root: Path, params: Path, method: str, seed: int) -> Path:
             f"embeddings.seeds ({', '.join(emb.seeds)})"
         )
     chosen = seed if seed in seeds else seeds[0]
-    return root / "data" / "embeddings" / method / f"seed-{chosen}"
+    return vectors / f"seed-{chosen}"
 
 
 class CellTraining:
-    """One cell (``seed``) of a tagger run ready to train: its splits read, the
-    seed's word vectors loaded, and the settings that key its checkpoints."""
+    """One cell (``seed``) of a tagger run ready to train: its splits, the seed's
+    word vectors, and the settings that key its checkpoints (``load`` reads them;
+    the constructor does no I/O)."""
 
-    def __init__(self, root: Path, run: TaggerRun, seed: int):
+    def __init__(
+        self,
+        run: TaggerRun,
+        seed: int,
+        *,
+        train_set: list,
+        valid_set: list,
+        vectors: Embedding,
+        settings: dict,
+        checkpoints: Path,
+    ):
         check_seed(run.params, "tagger.seeds", seed, run.cfg.seeds)
         self.run, self.seed, c = run, seed, run.common
-        self.train_set = read_split(run.data_dir / "train.conll")
-        self.valid_set = read_split(run.data_dir / "valid.conll")
-        tags = (t for _, tags in self.train_set for t in tags)
+        self.train_set, self.valid_set, self.vectors = train_set, valid_set, vectors
+        tags = (t for _, tags in train_set for t in tags)
         self.bio = scheme_of(tags) == "BIO"
-        vec_name = run.cfg.vectors
-        vec_path = vectors_dir(root, run.params, vec_name, seed) / "vectors.txt"
-        self.vectors = load_word2vec(vec_path)
-        if self.vectors.dim != c.word_dim:
+        if vectors.dim != c.word_dim:
             raise ConfigError(
                 f"{run.params}: key 'tagger.common.word_dim' is {c.word_dim} but "
-                f"{vec_path} has {self.vectors.dim}-dimensional vectors"
+                f"{settings['vectors_path']} has {vectors.dim}-dimensional vectors"
             )
-        self.inits = ["random", vec_name]
+        self.inits = ["random", run.cfg.vectors]
         self.settings = {
             "run": run.name,
             "data": run.data,
             "head": run.head,
             "seed": seed,
             "common": c.model_dump(),
-            "vectors": vec_name,
-            "vectors_path": str(vec_path.relative_to(root)),
-            "train_sha256": sha256_file(run.data_dir / "train.conll"),
-            "valid_sha256": sha256_file(run.data_dir / "valid.conll"),
-            "vectors_sha256": sha256_file(vec_path),
+            "vectors": run.cfg.vectors,
+            **settings,
         }
-        self.checkpoints = root / "data" / "checkpoints" / "tagger" / run.name
+        self.checkpoints = checkpoints
+
+    @classmethod
+    def load(
+        cls,
+        run: TaggerRun,
+        seed: int,
+        *,
+        train: Path,
+        valid: Path,
+        vectors: Path,
+        checkpoints: Path,
+    ) -> CellTraining:
+        """The cell on the CoNLL files ``train`` and ``valid`` with the seed's
+        word vectors from ``vectors`` (the method's folder of seeds),
+        checkpointing into the folder ``checkpoints``."""
+        check_seed(run.params, "tagger.seeds", seed, run.cfg.seeds)
+        vec_path = vectors_dir(vectors, run.params, run.cfg.vectors, seed)
+        vec_path = vec_path / "vectors.txt"
+        return cls(
+            run,
+            seed,
+            train_set=read_split(train),
+            valid_set=read_split(valid),
+            vectors=load_word2vec(vec_path),
+            settings={
+                "vectors_path": shown(vec_path),
+                "train_sha256": sha256_file(train),
+                "valid_sha256": sha256_file(valid),
+                "vectors_sha256": sha256_file(vec_path),
+            },
+            checkpoints=checkpoints,
+        )
 
     def fit_one(self, init: str, accel: Accel) -> tuple[Vocab, dict, list[dict]]:
         """One model (random or pretrained word embeddings): its vocabulary, its
@@ -232,12 +267,13 @@ SPREAD_KEYS = (
 
 
 class TestSplit:
-    """A run's test split scored against gold, with the training split's forms
-    and scheme, and the contamination audit's dirty sentences."""
+    """A run's test split (the CoNLL file ``test``) scored against gold, with the
+    training split's forms and scheme (``train``), and the contamination audit's
+    dirty sentences (``flags``)."""
 
-    def __init__(self, root: Path, run: TaggerRun):
-        self.train_set = tr = read_split(run.data_dir / "train.conll")
-        self.sents = te = read_split(run.data_dir / "test.conll")
+    def __init__(self, train: Path, test: Path, flags: Path):
+        self.train_set = tr = read_split(train)
+        self.sents = te = read_split(test)
         self.bio = scheme_of(t for _, tags in tr for t in tags) == "BIO"
         self.forms = {w for tokens, _ in tr for w in tokens}
         self.gold = [tags for _, tags in te]
@@ -245,11 +281,8 @@ class TestSplit:
         seen = {t for _, g in tr for t in g}
         if unknown := sorted({t for g in self.gold for t in g} - seen):
             log.warning("test tags never seen in training: %s", ", ".join(unknown))
-        self.sha256 = sha256_file(run.data_dir / "test.conll")
-        self.dirty = read_flags(
-            root / "data" / "audit" / "tagged" / run.data / "flags.tsv",
-            [str(i) for i in range(len(te))],
-        )
+        self.sha256 = sha256_file(test)
+        self.dirty = read_flags(flags, [str(i) for i in range(len(te))])
 
     def score(self, pred, idx=None) -> dict:
         """The scores of ``pred`` (on the sentences ``idx``, default all)."""
@@ -273,11 +306,9 @@ class TestSplit:
         return n / sum(map(len, self.tokens))
 
 
-def trained_folders(root: Path, run: TaggerRun) -> dict[int, Path]:
-    folders = {
-        seed: root / "data" / "taggers" / run.name / f"seed-{seed}"
-        for seed in run.cfg.seeds
-    }
+def trained_folders(models: Path, run: TaggerRun) -> dict[int, Path]:
+    """The folder seed-<seed> under ``models`` of each seed of the run."""
+    folders = {seed: models / f"seed-{seed}" for seed in run.cfg.seeds}
     for seed, folder in folders.items():
         if not (folder / "config.json").exists():
             raise DataError(
@@ -300,14 +331,14 @@ def _summary(models: list[dict], inits: list[str]) -> dict:
 
 
 def evaluate(
-    root: Path, run: TaggerRun, ev: EvaluateTagger
+    run: TaggerRun, ev: EvaluateTagger, test: TestSplit, models_dir: Path
 ) -> tuple[TaggerEval, TaggerItems]:
-    """Every model of the run on its test split, their seed spread, the baselines,
-    the contamination split and the worst sentences; and the per-sentence
-    statistics the report's verdicts resample. A free CRF on BIO tags is also
-    decoded under the BIO constraints (``constrained``)."""
-    test = TestSplit(root, run)
-    folders = trained_folders(root, run)
+    """Every model of the run (the seed folders under ``models_dir``) on the
+    ``test`` split, their seed spread, the baselines, the contamination split and
+    the worst sentences; and the per-sentence statistics the report's verdicts
+    resample. A free CRF on BIO tags is also decoded under the BIO constraints
+    (``constrained``)."""
+    folders = trained_folders(models_dir, run)
     trained = {seed: read_json(f / "config.json") for seed, f in folders.items()}
     inits = trained[run.cfg.seeds[0]]["inits"]
     also_constrained = run.head == "crf" and test.bio
