@@ -45,11 +45,12 @@ def _one(
 
     from firth.config import load_section
     from firth.embeddings.analogy import evaluate_analogies, read_analogies
+    from firth.embeddings.config import Embeddings
     from firth.embeddings.corpus import load_corpus
     from firth.embeddings.methods import train_method
     from firth.embeddings.similarity import evaluate_pairs, read_pairs
 
-    cfg = load_section("embeddings", params)
+    cfg = load_section("embeddings", params, schema=Embeddings)
     update = {"threads": threads} if threads else {}
     if device:
         update["device"] = device

@@ -76,11 +76,12 @@ def _neural(family: str, args: dict, queue) -> None:
 
     from firth.accel import Accel
     from firth.config import load_section
+    from firth.lm.config import Lm
     from firth.lm.data import batchify, build_vocabulary, encode_stream, read_lines
     from firth.lm.models import build_model
     from firth.lm.train import score
 
-    cfg = load_section("lm", args["params"])
+    cfg = load_section("lm", args["params"], schema=Lm)
     c = cfg.common
     torch.set_num_threads(c.threads or torch.get_num_threads())
     accel = Accel.build(

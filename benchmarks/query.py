@@ -86,10 +86,11 @@ def _tag(run: str, repeat: int, queue) -> None:
 
 def _score(run: str, repeat: int, queue) -> None:
     from firth.config import load_sections
+    from firth.lm.config import Lm
     from firth.lm.stage import Scorer
     from firth.query import stage_paths
 
-    cfg, _ = load_sections("lm", PROJECT / "params.yaml")
+    cfg, _ = load_sections("lm", PROJECT / "params.yaml", schema=Lm)
     scorer = Scorer(stage_paths(PROJECT, f"train-lm@{run}")["out"], cfg, run)
     test = stage_paths(PROJECT, f"evaluate-lm@{run}")["test"]
     lines = test.read_text(encoding="utf-8").splitlines()

@@ -16,7 +16,8 @@ analogy question: what the report's verdicts resample."""
 from __future__ import annotations
 
 from firth import stage_cli
-from firth.config import load_sections
+from firth.config import load_section, load_sections
+from firth.embeddings.config import Embeddings, EvaluateEmbeddings
 from firth.embeddings.methods import METHODS
 from firth.embeddings.stage import SECTION_COLUMNS, evaluate_method
 from firth.io import write_rows
@@ -25,8 +26,8 @@ from firth.results import save, save_items
 
 def body(args) -> None:
     path = stage_cli.params_path(args)
-    cfg, _ = load_sections("evaluate_embeddings", path)
-    seeds = load_sections("embeddings", path)[0].seeds[args.method]
+    cfg, _ = load_sections("evaluate_embeddings", path, schema=EvaluateEmbeddings)
+    seeds = load_section("embeddings", path, schema=Embeddings).seeds[args.method]
     result, detail, sections, items = evaluate_method(
         args.vectors, args.eval, args.method, seeds, cfg
     )

@@ -17,14 +17,15 @@ from __future__ import annotations
 from firth import stage_cli
 from firth.accel import use_threads
 from firth.config import load_section, load_sections
+from firth.lm.config import EvaluateLm, Lm
 from firth.lm.stage import evaluate
 from firth.results import save, save_items
 
 
 def body(args) -> None:
-    cfg, _ = load_sections("lm", stage_cli.params_path(args))
+    cfg, _ = load_sections("lm", stage_cli.params_path(args), schema=Lm)
     use_threads(cfg.common.threads)
-    ev = load_section("evaluate_lm", stage_cli.params_path(args))
+    ev = load_section("evaluate_lm", stage_cli.params_path(args), schema=EvaluateLm)
     result, detail, items = evaluate(
         cfg,
         ev,

@@ -16,13 +16,14 @@ from __future__ import annotations
 from firth import stage_cli
 from firth.accel import use_threads
 from firth.config import load_sections
+from firth.embeddings.config import Embeddings
 from firth.embeddings.methods import METHODS
 from firth.embeddings.stage import train
 
 
 def body(args) -> None:
     path = stage_cli.params_path(args)
-    cfg, _ = load_sections("embeddings", path)
+    cfg, _ = load_sections("embeddings", path, schema=Embeddings)
     use_threads(cfg.common.threads)
     trained, ckpts = train(
         cfg,

@@ -15,6 +15,7 @@ from __future__ import annotations
 from firth import distributed, stage_cli
 from firth.accel import use_threads
 from firth.config import load_sections
+from firth.lm.config import Lm
 from firth.lm.stage import LmTraining
 from firth.training import curve_columns
 
@@ -22,7 +23,7 @@ CURVE = curve_columns("valid_loss", "valid_perplexity")
 
 
 def body(args) -> None:
-    cfg, _ = load_sections("lm", stage_cli.params_path(args))
+    cfg, _ = load_sections("lm", stage_cli.params_path(args), schema=Lm)
     use_threads(cfg.common.threads)
     job = LmTraining.load(
         cfg,
@@ -32,23 +33,18 @@ def body(args) -> None:
         tokenizer=args.tokenizer,
         checkpoint=args.checkpoint,
     )
-    if job.family == "kn":
+    if job.family == "kn":  # counts: no device, no DDP
         job.kneser_ney().save(args.out, args.reports, CURVE)
         return
-    started = distributed.start_stage(
+    distributed.train_stage(
         args,
+        job,
         device=cfg.common.device,
         key="lm.common.device",
         script=__file__,
         ddp=True,
+        curve=CURVE,
     )
-    if started is None:  # the torchrun ranks have written everything
-        return
-    trained = job.neural(*started)
-    if trained is not None:  # rank 0 writes
-        trained.save(args.out, args.reports, CURVE)
-        job.checkpoint.clear()
-    distributed.shutdown()
 
 
 def main(argv=None) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from firth import distributed, stage_cli
 from firth.accel import use_threads
-from firth.nli.stage import setup, train_seed
+from firth.nli.stage import NliTraining, setup
 from firth.training import curve_columns
 
 CURVE = curve_columns("valid_accuracy")
@@ -23,14 +23,18 @@ CURVE = curve_columns("valid_accuracy")
 def body(args) -> None:
     run = setup(stage_cli.params_path(args), args.data, args.model)
     use_threads(run.cfg.threads)
-    accel, _ = distributed.start_stage(
-        args, device=run.cfg.device, key="nli.device", script=__file__, ddp=False
+    job = NliTraining.load(
+        run, args.seed, examples=args.examples, checkpoint=args.checkpoint
     )
-    trained, ckpt = train_seed(
-        run, args.seed, accel, examples=args.examples, checkpoint=args.checkpoint
+    distributed.train_stage(
+        args,
+        job,
+        device=run.cfg.device,
+        key="nli.device",
+        script=__file__,
+        ddp=False,
+        curve=CURVE,
     )
-    trained.save(args.out, args.reports, CURVE)
-    ckpt.clear()
 
 
 def main(argv=None) -> None:

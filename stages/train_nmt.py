@@ -34,20 +34,15 @@ def body(args) -> None:
         tokenizer=args.tokenizer,
         checkpoint=args.checkpoint,
     )
-    started = distributed.start_stage(
+    distributed.train_stage(
         args,
+        job,
         device=cfg.common.device,
         key="nmt.common.device",
         script=__file__,
         ddp=True,
+        curve=CURVE,
     )
-    if started is None:  # the torchrun ranks have written everything
-        return
-    trained = job.fit(*started)
-    if trained is not None:  # rank 0 writes
-        trained.save(args.out, args.reports, CURVE)
-        job.checkpoint.clear()
-    distributed.shutdown()
 
 
 def main(argv=None) -> None:

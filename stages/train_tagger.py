@@ -31,15 +31,15 @@ def body(args) -> None:
         vectors=args.vectors,
         checkpoints=args.checkpoints,
     )
-    accel, _ = distributed.start_stage(
+    distributed.train_stage(
         args,
+        job,
         device=run.common.device,
         key="tagger.common.device",
         script=__file__,
         ddp=False,
+        curve=CURVE,
     )
-    job.fit(accel).save(args.out, args.reports, CURVE)
-    job.clear_checkpoints()
 
 
 def main(argv=None) -> None:

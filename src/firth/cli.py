@@ -35,6 +35,8 @@ def sources() -> None:
 def all_sections() -> dict:
     """Every params section with its schema, the tasks' own included."""
     from firth.audit.config import AuditParams
+    from firth.embeddings.config import Embeddings, EvaluateEmbeddings
+    from firth.lm.config import EvaluateLm, Lm
     from firth.nli.config import EvaluateNli, Nli
     from firth.nmt.config import EvaluateNmt, Nmt
     from firth.tagging.config import EvaluateTagger, Tagger
@@ -42,6 +44,10 @@ def all_sections() -> dict:
     return {
         **SECTIONS,
         "audit": AuditParams,
+        "embeddings": Embeddings,
+        "evaluate_embeddings": EvaluateEmbeddings,
+        "lm": Lm,
+        "evaluate_lm": EvaluateLm,
         "nmt": Nmt,
         "evaluate_nmt": EvaluateNmt,
         "tagger": Tagger,

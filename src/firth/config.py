@@ -155,199 +155,15 @@ class AccelParams(ParamSection):
     processes: int = Field(ge=1)
 
 
-class EmbeddingsCommon(ParamSection):
-    dim: int = Field(ge=1)
-    min_count: int = Field(ge=1)
-    max_sentence_len: int = Field(ge=1)
-    window: int = Field(ge=1)
-    window_weighting: Literal["dynamic", "uniform"]
-    negatives: int = Field(ge=1)
-    sample: float = Field(ge=0)
-    epochs: int = Field(ge=1)
-    threads: int = Field(ge=0)
-    device: Literal["auto", "cpu", "cuda"]
-
-
-class EmbeddingsSGNS(ParamSection):
-    lr: float = Field(gt=0)
-    optimizer: Literal["adagrad", "sgd", "damped-sgd"]
-    curvature_floor: float = Field(ge=0)
-    batch_centres: int = Field(ge=1)
-    kernel: Literal["auto", "sparse", "gather"]
-
-
-class EmbeddingsSubword(ParamSection):
-    min_n: int = Field(ge=1)
-    max_n: int = Field(ge=1)
-    buckets: int = Field(ge=1)
-    combine: Literal["sum", "mean"]
-
-    @model_validator(mode="after")
-    def _order(self) -> Self:
-        if self.min_n > self.max_n:
-            raise ValueError("min_n must not exceed max_n")
-        return self
-
-
-class EmbeddingsTune(ParamSection):
-    """The grid SGNS and PPMI-SVD each choose their setting from, on the dev
-    halves of the similarity sets (firth.embeddings.tuning)."""
-
-    negatives: list[int] = Field(min_length=1)
-    cds: list[float] = Field(min_length=1)
-    context_vectors: list[bool] = Field(min_length=1)
-    eig: list[float] = Field(min_length=1)
-
-    @model_validator(mode="after")
-    def _values(self) -> Self:
-        for key in ("negatives", "cds", "context_vectors", "eig"):
-            values = getattr(self, key)
-            if len(set(values)) != len(values):
-                raise ValueError(f"{key} lists a value twice")
-        if min(self.negatives) < 1:
-            raise ValueError("negatives must be >= 1 (PPMI's shift is log k)")
-        if min(self.cds) <= 0 or min(self.eig) < 0:
-            raise ValueError("cds must be > 0 and eig >= 0")
-        return self
-
-
-class EmbeddingsGloVe(ParamSection):
-    window: int = Field(ge=1)
-    x_max: float = Field(gt=0)
-    alpha: float = Field(gt=0)
-    lr: float = Field(gt=0)
-    epochs: int = Field(ge=1)
-    batch: int = Field(ge=1)
-
-
-class EmbeddingsGensim(ParamSection):
-    alpha: float = Field(gt=0)
-    min_alpha: float = Field(ge=0)
-
-
-EMBEDDING_METHODS = ("sgns", "subword", "ppmi-svd", "glove", "gensim")
-
-
-class Embeddings(ParamSection):
-    common: EmbeddingsCommon
-    seeds: dict[str, list[int]]
-    sgns: EmbeddingsSGNS
-    subword: EmbeddingsSubword
-    tune: EmbeddingsTune
-    glove: EmbeddingsGloVe
-    gensim: EmbeddingsGensim
-
-    @model_validator(mode="after")
-    def _seeds(self) -> Self:
-        if set(self.seeds) != set(EMBEDDING_METHODS):
-            raise ValueError(
-                "seeds needs exactly one list per method "
-                f"({', '.join(EMBEDDING_METHODS)})"
-            )
-        for method, seeds in self.seeds.items():
-            if not seeds or len(set(seeds)) != len(seeds):
-                raise ValueError(
-                    f"seeds.{method} must be a non-empty list of distinct seeds"
-                )
-        return self
-
-
-class EvaluateEmbeddings(ParamSection):
-    restrict: int = Field(ge=0)
-    neighbours: int = Field(ge=1)
-    probes: list[str]
-    oov_probes: list[str]
-
-
-class LmCommon(ParamSection):
-    unit: Literal["word", "bpe"]
-    min_count: int = Field(ge=1)
-    emb_dim: int = Field(ge=1)
-    cutoffs: list[int]
-    tie: bool
-    batch: int = Field(ge=1)
-    bptt: int = Field(ge=1)
-    epochs: float = Field(gt=0)
-    lr: float = Field(gt=0)
-    warmup: float = Field(ge=0, lt=1)
-    weight_decay: float = Field(ge=0)
-    clip: float = Field(ge=0)
-    dropout: float = Field(ge=0, lt=1)
-    evals_per_epoch: int = Field(ge=1)
-    patience: int = Field(ge=0)
-    eval_batch: int = Field(ge=1)
-    threads: int = Field(ge=0)
-    device: Literal["auto", "cpu", "cuda"]
-
-    @model_validator(mode="after")
-    def _cutoffs(self) -> Self:
-        if any(
-            b <= a for a, b in zip(self.cutoffs, self.cutoffs[1:], strict=False)
-        ) or any(c < 1 for c in self.cutoffs):
-            raise ValueError("cutoffs must be positive and strictly increasing")
-        return self
-
-
-class LmKN(ParamSection):
-    order: int = Field(ge=1)
-
-
-class LmFFNN(ParamSection):
-    context: int = Field(ge=1)
-    hidden: int = Field(ge=1)
-
-
-class LmRNN(ParamSection):
-    hidden: int = Field(ge=1)
-    layers: int = Field(ge=1)
-    forget_bias: float = 0.0
-
-
-class LmTransformer(ParamSection):
-    layers: int = Field(ge=1)
-    heads: int = Field(ge=1)
-    ff: int = Field(ge=1)
-    memory: int = Field(ge=0)
-
-
-class LmRun(ParamSection):
-    family: Literal["kn", "ffnn", "elman", "lstm", "gru", "transformer"]
-    seed: int
-    # planned passes over the training text for this run (None: lm.common.epochs)
-    epochs: float | None = Field(default=None, gt=0)
-
-
-class Lm(ParamSection):
-    common: LmCommon
-    kn: LmKN
-    ffnn: LmFFNN
-    elman: LmRNN
-    lstm: LmRNN
-    gru: LmRNN
-    transformer: LmTransformer
-    runs: dict[str, LmRun]
-
-    @model_validator(mode="after")
-    def _heads(self) -> Self:
-        if self.common.emb_dim % self.transformer.heads:
-            raise ValueError("common.emb_dim must be divisible by transformer.heads")
-        return self
-
-
-class EvaluateLm(ParamSection):
-    samples: int = Field(ge=0)
-    sample_tokens: int = Field(ge=1)
-    temperature: float = Field(gt=0)
-    prompts: list[str]
-    flow_distance: int = Field(ge=2)
-    flow_sequences: int = Field(ge=1)
-
-
 # Sections whose schema lives with its domain (``firth.<task>.config``), so that a
 # change there reruns only the stages of that task: their stages pass the schema to
 # load_section(..., schema=...).
 DOMAIN_SECTIONS = (
     "audit",
+    "embeddings",
+    "evaluate_embeddings",
+    "lm",
+    "evaluate_lm",
     "nmt",
     "evaluate_nmt",
     "tagger",
@@ -365,10 +181,6 @@ SECTIONS: dict[str, type[BaseModel]] = {
     "report": Report,
     "verdicts": Verdicts,
     "accel": AccelParams,
-    "embeddings": Embeddings,
-    "evaluate_embeddings": EvaluateEmbeddings,
-    "lm": Lm,
-    "evaluate_lm": EvaluateLm,
 }
 
 M = TypeVar("M", bound=BaseModel)

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 import torch.distributed as dist
@@ -33,6 +33,7 @@ from firth import stage_cli
 from firth.accel import Accel
 from firth.config import load_section
 from firth.errors import FirthError
+from firth.results import StageOutput
 
 log = logging.getLogger(__name__)
 
@@ -219,3 +220,42 @@ def start_stage(
         f", DDP over {group.world} processes" if group.active else "",
     )
     return acc, group
+
+
+class Trainer(Protocol):
+    """One training stage's job, built from already-loaded data (firth.<task>.stage:
+    LmTraining, NmtTraining, CellTraining, NliTraining)."""
+
+    def fit(self, accel: Accel, group: Group) -> StageOutput | None:
+        """The trained model's outputs (None on DDP ranks other than 0)."""
+        ...
+
+    def clear(self) -> None:
+        """Drop the checkpoints once the outputs are written."""
+        ...
+
+
+def train_stage(
+    args,
+    job: Trainer,
+    *,
+    device: str,
+    key: str,
+    script: str | Path,
+    ddp: bool,
+    curve: list[str],
+) -> None:
+    """What every neural training stage does with its parsed command line
+    ``args`` (firth.stage_cli): resolve ``accel`` (or relaunch ``script`` under
+    torchrun, ``ddp``), fit ``job``, write the model folder ``args.out`` and
+    ``args.reports``' train.json and curve.csv (rank 0), then clear the
+    checkpoints."""
+    started = start_stage(args, device=device, key=key, script=script, ddp=ddp)
+    if started is None:  # the torchrun ranks have written everything
+        return
+    trained = job.fit(*started)
+    if trained is not None:  # rank 0 writes
+        trained.save(args.out, args.reports, curve)
+        job.clear()
+    if ddp:
+        shutdown()

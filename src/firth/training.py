@@ -34,7 +34,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import torch
 from tqdm import tqdm
@@ -87,7 +87,29 @@ class Plan:
         return last == 0 or step - last > self.eval_every // 4
 
 
-def scheduled_plan(cfg, *, steps_per_epoch: int, epochs: float) -> Plan:
+class ScheduledSettings(Protocol):
+    """What a scheduled plan reads (``lm.common``, ``nmt.common``)."""
+
+    evals_per_epoch: int
+    lr: float
+    weight_decay: float
+    warmup: float
+    clip: float
+    patience: int
+
+
+class EpochSettings(Protocol):
+    """What a per-epoch plan reads (``tagger.common``, ``nli``)."""
+
+    epochs: int
+    lr: float
+    clip: float
+    patience: int
+
+
+def scheduled_plan(
+    cfg: ScheduledSettings, *, steps_per_epoch: int, epochs: float
+) -> Plan:
     """The LM and NMT trainers' plan from their ``common`` settings: AdamW,
     ``cfg.warmup`` of the steps warming up then cosine decay, ``evals_per_epoch``
     validations per epoch, the lowest validation loss kept."""
@@ -105,7 +127,7 @@ def scheduled_plan(cfg, *, steps_per_epoch: int, epochs: float) -> Plan:
     )
 
 
-def per_epoch_plan(cfg, *, steps_per_epoch: int) -> Plan:
+def per_epoch_plan(cfg: EpochSettings, *, steps_per_epoch: int) -> Plan:
     """The tagger and NLI trainers' plan: Adam at a constant rate, a validation
     after each of ``cfg.epochs`` epochs, the highest score kept."""
     return Plan(
@@ -139,7 +161,7 @@ def epoch_stats(result: Result, *, examples: int, score: str, unit: str) -> dict
 def fit_per_epoch(
     model: torch.nn.Module,
     task: Task,
-    cfg,
+    cfg: EpochSettings,
     *,
     examples: int,
     score: str,
@@ -253,8 +275,9 @@ def check_kept(name: str, kept: float, best: float) -> None:
 def optimizer(model: torch.nn.Module, plan: Plan) -> torch.optim.Optimizer:
     """``plan``'s Adam or AdamW over ``model``'s parameters, as one fused kernel
     where the parameters' device has it (CPU and CUDA): the same update as the
-    per-tensor loop up to rounding, and on CPU 3-9x faster (the tagger spent 28% of
-    its time in the per-tensor loop; benchmarks/results/profile_trainers.json)."""
+    per-tensor loop up to rounding (tests/test_training_plan.py), and on CPU the
+    per-tensor loop was 28% of the tagger's time
+    (benchmarks/results/profile_trainers.json)."""
     params = list(model.parameters())
     fused = all(
         p.device.type in ("cpu", "cuda") and p.is_floating_point() for p in params
@@ -285,10 +308,10 @@ def fit(
     torch.manual_seed(seed + group.rank)  # dropout differs across ranks
     accel.prepare(model)
     opt = optimizer(model, plan)
-    s = _start_state(plan)
+    s = LoopState.start(plan)
     if checkpoint and (saved := checkpoint.load()):
-        _resume(saved, model, opt, task, s, group, device)
-        log.info("%s: resumed at step %d of %d", desc, s["step"], plan.steps)
+        s = _resume(saved, model, opt, task, group, device)
+        log.info("%s: resumed at step %d of %d", desc, s.step, plan.steps)
     log.info(
         "%s: %d parameters; %d steps (%d per epoch), validation every %d%s",
         desc,
@@ -298,67 +321,82 @@ def fit(
         plan.eval_every,
         f"; {group.world} processes" if group.active else "",
     )
-    batches = task.epoch_batches(s["epoch"])
-    if s["step"] == 0:
+    batches = task.epoch_batches(s.epoch)
+    if s.step == 0:
         task.start_epoch()
     loss_sum, count = 0.0, 0.0
     bar = tqdm(
-        total=plan.steps, initial=s["step"], desc=desc, unit="step",
+        total=plan.steps, initial=s.step, desc=desc, unit="step",
         disable=None if group.main else True, mininterval=5,
     )  # fmt: skip
     model.train()
     evals = 0
-    while s["step"] < plan.steps and not s["stopped"]:
-        if s["pos"] >= len(batches):
-            s["epoch"], s["pos"] = s["epoch"] + 1, 0
-            batches = task.epoch_batches(s["epoch"])
+    while s.step < plan.steps and not s.stopped:
+        if s.pos >= len(batches):
+            s.epoch, s.pos = s.epoch + 1, 0
+            batches = task.epoch_batches(s.epoch)
             task.start_epoch()
-        batch = batches[s["pos"]]
-        s["pos"] += 1
+        batch = batches[s.pos]
+        s.pos += 1
         t0 = time.perf_counter()
         batch_loss, batch_count = _step(model, opt, task, batch, plan, s, accel)
-        s["seconds"] += time.perf_counter() - t0
+        s.seconds += time.perf_counter() - t0
         loss_sum += batch_loss
         count += batch_count
-        s["step"] += 1
+        s.step += 1
         bar.update(1)
-        last = s["history"][-1]["step"] if s["history"] else 0
-        if not plan.validates_after(s["step"], last):
+        last = s.history[-1]["step"] if s.history else 0
+        if not plan.validates_after(s.step, last):
             continue
         loss_sum, count = distributed.sum_floats([loss_sum, count], group)
-        s["trained"] += count
+        s.trained += count
         _validate(model, task, plan, s, group, train_loss=loss_sum / max(1, count))
         _log_validation(desc, plan, s)
         loss_sum, count = 0.0, 0.0
         if checkpoint:
             _save(checkpoint, model, opt, task, s, group, device)
         evals += 1
-        if s["stopped"]:
-            log.info(
-                "%s: early stop, %d validations without a new best", desc, s["bad"]
-            )
+        if s.stopped:
+            log.info("%s: early stop, %d validations without a new best", desc, s.bad)
         elif stop_after is not None and evals >= stop_after:
             bar.close()
             raise KeyboardInterrupt("stop_after reached (test)")
     bar.close()
     loss_sum, count = distributed.sum_floats([loss_sum, count], group)
     return Result(
-        best_state=s["best_state"], best_score=s["best"], plan=plan,
-        best_step=s["best_step"], history=s["history"], steps=s["step"],
-        trained=s["trained"] + count, seconds=s["seconds"], early_stopped=s["stopped"],
+        best_state=s.best_state, best_score=s.best, plan=plan,
+        best_step=s.best_step, history=s.history, steps=s.step,
+        trained=s.trained + count, seconds=s.seconds, early_stopped=s.stopped,
     )  # fmt: skip
 
 
-def _start_state(plan: Plan) -> dict[str, Any]:
-    """The loop's state before the first step (what a checkpoint saves)."""
-    best = -math.inf if plan.higher_is_better else math.inf
-    return dict(
-        step=0, epoch=0, pos=0, bad=0, history=[], best=best, best_step=0,
-        best_state=None, seconds=0.0, trained=0.0, stopped=False,
-    )  # fmt: skip
+@dataclass
+class LoopState:
+    """The loop's position and bookkeeping: what a checkpoint saves beside the
+    weights, optimiser, generators and carried state."""
+
+    step: int = 0
+    epoch: int = 0
+    pos: int = 0  # the next batch of the epoch
+    bad: int = 0  # validations since the last new best
+    history: list[dict] = field(default_factory=list)
+    best: float = math.inf
+    best_step: int = 0
+    best_state: dict | None = None
+    seconds: float = 0.0  # in training steps
+    trained: float = 0.0  # summed training count, every rank's
+    stopped: bool = False  # early-stopped
+
+    @classmethod
+    def start(cls, plan: Plan) -> LoopState:
+        """The state before the first step."""
+        return cls(best=-math.inf if plan.higher_is_better else math.inf)
+
+    def saved(self) -> dict:
+        return dict(vars(self))
 
 
-def _resume(saved: dict, model, opt, task: Task, s: dict, group: Group, device):
+def _resume(saved: dict, model, opt, task: Task, group: Group, device) -> LoopState:
     """Restore the weights, optimiser, this rank's generators and carried state,
     and the loop's state from a checkpoint."""
     model.load_state_dict(saved.pop("model"))
@@ -368,14 +406,14 @@ def _resume(saved: dict, model, opt, task: Task, s: dict, group: Group, device):
         rng, carried = rng[group.rank], carried[group.rank]
     set_rng_state(rng, device)
     task.restore(carried)
-    s.update(saved)
+    return LoopState(**saved)
 
 
-def _step(model, opt, task: Task, batch, plan: Plan, s: dict, accel: Accel):
+def _step(model, opt, task: Task, batch, plan: Plan, s: LoopState, accel: Accel):
     """One optimiser step on ``batch`` at the planned learning rate: the batch's
     summed loss and count."""
     for g in opt.param_groups:
-        g["lr"] = plan.lr_at(s["step"])
+        g["lr"] = plan.lr_at(s.step)
     with accel.autocast():
         objective, batch_loss, batch_count = task.loss(batch)
     opt.zero_grad(set_to_none=True)
@@ -387,26 +425,26 @@ def _step(model, opt, task: Task, batch, plan: Plan, s: dict, accel: Accel):
     return batch_loss, batch_count
 
 
-def _log_validation(desc: str, plan: Plan, s: dict) -> None:
-    row = s["history"][-1]
+def _log_validation(desc: str, plan: Plan, s: LoopState) -> None:
+    row = s.history[-1]
     log.info(
         "%s: step %d/%d (epoch %.2f, %.0f per second): train loss %.4f, %s%s",
         desc,
-        s["step"],
+        s.step,
         plan.steps,
         row["epoch"],
-        s["trained"] / max(s["seconds"], 1e-9),
+        s.trained / max(s.seconds, 1e-9),
         row["train_loss"],
         ", ".join(
             f"{k} {v:.4f}"
             for k, v in row.items()
             if k.startswith("valid_") and isinstance(v, float)
         ),
-        "" if s["bad"] else " (best)",
+        "" if s.bad else " (best)",
     )
 
 
-def _validate(model, task: Task, plan: Plan, s: dict, group: Group, *, train_loss):
+def _validate(model, task: Task, plan: Plan, s: LoopState, group: Group, *, train_loss):
     """Validate (rank 0, in eval mode), append the history row, keep the best
     weights and decide on early stopping."""
     verdict = None
@@ -417,29 +455,29 @@ def _validate(model, task: Task, plan: Plan, s: dict, group: Group, *, train_los
             verdict = task.validate()
         model.train(was)
     score, fields = distributed.broadcast(verdict, group)
-    step = s["step"]
-    s["history"].append(
+    step = s.step
+    s.history.append(
         {
             "step": step,
             "epoch": round(step / plan.steps_per_epoch, 4),
             "lr": plan.lr_at(step - 1),
             "train_loss": train_loss,
             **fields,
-            "train_seconds": round(s["seconds"], 2),
+            "train_seconds": round(s.seconds, 2),
         }
     )
-    better = score > s["best"] if plan.higher_is_better else score < s["best"]
+    better = score > s.best if plan.higher_is_better else score < s.best
     if better:
-        s["best"], s["best_step"], s["bad"] = score, step, 0
-        s["best_state"] = {
+        s.best, s.best_step, s.bad = score, step, 0
+        s.best_state = {
             k: v.detach().to("cpu").clone() for k, v in model.state_dict().items()
         }
     else:
-        s["bad"] += 1
-    s["stopped"] = bool(plan.patience and s["bad"] >= plan.patience)
+        s.bad += 1
+    s.stopped = bool(plan.patience and s.bad >= plan.patience)
 
 
-def _save(checkpoint: Checkpoint, model, opt, task: Task, s: dict, group, device):
+def _save(checkpoint: Checkpoint, model, opt, task: Task, s: LoopState, group, device):
     carried, rng = task.carried(), rng_state(device)
     if group.active:
         carried, rng = (
@@ -453,6 +491,6 @@ def _save(checkpoint: Checkpoint, model, opt, task: Task, s: dict, group, device
                 "optimizer": opt.state_dict(),
                 "rng": rng,
                 "carried": carried,
-                **s,
+                **s.saved(),
             }
         )

@@ -21,7 +21,7 @@ import torch
 
 from firth.accel import resolve_device
 from firth.checkpoint import Checkpoint
-from firth.config import Embeddings
+from firth.embeddings.config import Embeddings
 from firth.embeddings.cooccurrence import cooccurrence
 from firth.embeddings.corpus import Corpus
 from firth.embeddings.glove import GloVeConfig, train_glove

@@ -14,8 +14,9 @@ import numpy as np
 import torch
 
 from firth.checkpoint import Checkpoint, run_key
-from firth.config import Embeddings, EvaluateEmbeddings, check_seed
+from firth.config import check_seed
 from firth.embeddings.analogy import METHODS, evaluate_analogies, read_analogies
+from firth.embeddings.config import Embeddings, EvaluateEmbeddings
 from firth.embeddings.corpus import load_corpus
 from firth.embeddings.methods import READS, train_method, train_tuned
 from firth.embeddings.results import (

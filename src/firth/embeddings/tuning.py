@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from firth.config import EmbeddingsTune
+from firth.embeddings.config import EmbeddingsTune
 from firth.embeddings.similarity import Pair, evaluate_pairs
 from firth.embeddings.vectors import Embedding
 

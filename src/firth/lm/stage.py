@@ -17,11 +17,11 @@ import torch
 from firth.accel import Accel, resolve_device
 from firth.audit.scores import read_flags, split_scores
 from firth.checkpoint import Checkpoint, run_key
-from firth.config import EvaluateLm, Lm, LmRun
 from firth.distributed import Group
 from firth.errors import ConfigError, DataError
 from firth.io import sha256_file
 from firth.lm import kneser_ney
+from firth.lm.config import EvaluateLm, Lm, LmRun
 from firth.lm.data import Vocabulary, build_vocabulary, encode_stream, read_lines
 from firth.lm.gradient_flow import model_gradient_norms
 from firth.lm.lines import by_line, kn_by_line, score_targets
@@ -162,7 +162,10 @@ class LmTraining:
 
         return self._done(write, [])
 
-    def neural(self, accel: Accel, group: Group) -> StageOutput | None:
+    def clear(self) -> None:
+        self.checkpoint.clear()
+
+    def fit(self, accel: Accel, group: Group) -> StageOutput | None:
         """The neural model trained as one rank of ``group`` (None on ranks other
         than 0, which write nothing); clear ``checkpoint`` once it is written."""
         c, vocab, seed = self.common, self.vocab, self.run.seed

@@ -26,6 +26,7 @@ from firth import distributed
 from firth.accel import Accel
 from firth.checkpoint import Checkpoint
 from firth.distributed import SINGLE, Group
+from firth.lm.config import LmCommon
 from firth.lm.data import batchify, eval_layout
 from firth.lm.models import LanguageModel
 from firth.training import Result, Task, fit, loss_stats, scheduled_plan
@@ -80,7 +81,9 @@ class LmTask(Task):
     the streams read left to right, ``bptt`` tokens per step, the hidden state
     carried across steps (detached) and reset at each epoch's start."""
 
-    def __init__(self, model, train_stream, valid_stream, cfg, *, accel, group):
+    def __init__(
+        self, model, train_stream, valid_stream, cfg: LmCommon, *, accel, group
+    ):
         self.model, self.valid_stream, self.cfg = model, valid_stream, cfg
         self.accel, self.group = accel, group
         x, y = batchify(train_stream, cfg.batch)
@@ -132,7 +135,7 @@ def train(
     model: LanguageModel,
     train_stream: torch.Tensor,
     valid_stream: torch.Tensor,
-    cfg,
+    cfg: LmCommon,
     *,
     seed: int,
     accel: Accel,

@@ -16,6 +16,7 @@ from firth.accel import Accel, resolve_device
 from firth.audit.scores import read_flags, seed_mean, split_scores
 from firth.checkpoint import Checkpoint, run_key
 from firth.config import check_seed, load_sections, load_sources
+from firth.distributed import SINGLE, Group
 from firth.errors import ConfigError, DataError
 from firth.io import read_json, sha256_file
 from firth.nli.config import EvaluateNli, Nli
@@ -70,71 +71,110 @@ def setup(params: Path, data: str, model: str) -> NliRun:
     )
 
 
-def train_seed(
-    run: NliRun, seed: int, accel: Accel, *, examples: Path, checkpoint: Path
-) -> tuple[StageOutput, Checkpoint]:
-    """The run trained with ``seed`` on ``accel`` on the source's ``examples``
-    file, checkpointing to ``checkpoint``: its model folder, statistics and
-    curve; clear the checkpoint once written."""
-    cfg = run.cfg
-    check_seed(run.params, "nli.seeds", seed, cfg.seeds)
-    splits, carved = load_splits(examples, cfg, run.seed0)
-    sentences = (
-        tokenize(r[side], lowercase=cfg.lowercase)[: cfg.max_len]
-        for r in splits["train"]
-        for side in ("premise", "hypothesis")
-    )
-    vocab = Vocab.build(sentences, cfg.min_count)
-    enc = {
-        s: encode(rs, vocab, lowercase=cfg.lowercase, max_len=cfg.max_len)
-        for s, rs in splits.items()
-    }
-    data_sha = sha256_file(examples)
-    settings = {
-        "run": run.name,
-        "data": run.data,
-        "model": run.model,
-        "seed": seed,
-        "nli": cfg.model_dump(exclude={"data", "models", "seeds"}),
-        "split_seed": run.seed0,
-        "valid_from_train": carved,
-        "examples_sha256": data_sha,
-    }
-    torch.manual_seed(seed)
-    model = build(run.model, len(vocab.words), cfg)
-    ckpt = Checkpoint(checkpoint, run_key(**settings, **accel.describe()))
-    result = train(
-        model,
-        enc["train"],
-        enc["valid"],
-        cfg,
-        seed=seed,
-        accel=accel,
-        checkpoint=ckpt,
-        desc=f"{run.name} seed {seed}",
-    )
+class NliTraining:
+    """One seed of an NLI run ready to train: its splits read, its vocabulary built
+    and its examples encoded (``load`` reads them; the constructor does no I/O)."""
 
-    def write(folder: Path) -> None:
-        state = {k: v.cpu() for k, v in result.best_state.items()}
-        torch.save(state, folder / "model.pt")
-        (folder / "vocab.json").write_text(json.dumps(vocab.words) + "\n")
-        (folder / "config.json").write_text(json.dumps(settings, indent=2) + "\n")
+    def __init__(
+        self,
+        run: NliRun,
+        seed: int,
+        *,
+        splits: dict[str, list[dict]],
+        carved: bool,
+        examples_sha256: str,
+        checkpoint: Path,
+    ):
+        cfg = run.cfg
+        check_seed(run.params, "nli.seeds", seed, cfg.seeds)
+        self.run, self.seed, self.splits = run, seed, splits
+        sentences = (
+            tokenize(r[side], lowercase=cfg.lowercase)[: cfg.max_len]
+            for r in splits["train"]
+            for side in ("premise", "hypothesis")
+        )
+        self.vocab = Vocab.build(sentences, cfg.min_count)
+        self.enc = {
+            s: encode(rs, self.vocab, lowercase=cfg.lowercase, max_len=cfg.max_len)
+            for s, rs in splits.items()
+        }
+        self.settings = {
+            "run": run.name,
+            "data": run.data,
+            "model": run.model,
+            "seed": seed,
+            "nli": cfg.model_dump(exclude={"data", "models", "seeds"}),
+            "split_seed": run.seed0,
+            "valid_from_train": carved,
+            "examples_sha256": examples_sha256,
+        }
+        self.checkpoint_path = checkpoint
+        self.checkpoint: Checkpoint | None = None  # keyed by the hardware in fit
 
-    stats = {
-        **{k: settings[k] for k in ("run", "data", "model", "seed")},
-        **result.stats,
-        "train_examples": len(splits["train"]),
-        "valid_examples": len(splits["valid"]),
-        "valid_from_train": carved,
-        "vocab": len(vocab.words),
-        "parameters": sum(p.numel() for p in model.parameters()),
-        **accel.describe(),
-        "threads": torch.get_num_threads(),
-        "examples_sha256": data_sha,
-        "peak_rss_mb": peak_rss_mb(),
-    }
-    record = parse(stats, NliTrain, f"train-nli@{run.name}-{seed} stats")
-    return StageOutput(write, record, result.history), ckpt
+    @classmethod
+    def load(
+        cls, run: NliRun, seed: int, *, examples: Path, checkpoint: Path
+    ) -> NliTraining:
+        """The seed on the source's ``examples`` file, checkpointing to
+        ``checkpoint``."""
+        check_seed(run.params, "nli.seeds", seed, run.cfg.seeds)
+        splits, carved = load_splits(examples, run.cfg, run.seed0)
+        return cls(
+            run,
+            seed,
+            splits=splits,
+            carved=carved,
+            examples_sha256=sha256_file(examples),
+            checkpoint=checkpoint,
+        )
+
+    def clear(self) -> None:
+        if self.checkpoint is not None:
+            self.checkpoint.clear()
+
+    def fit(self, accel: Accel, group: Group = SINGLE) -> StageOutput:
+        """The model trained on ``accel`` (one process: ``group`` is SINGLE): its
+        folder, statistics and curve; clear once written."""
+        run, seed, cfg, settings = self.run, self.seed, self.run.cfg, self.settings
+        vocab, enc, splits = self.vocab, self.enc, self.splits
+        torch.manual_seed(seed)
+        model = build(run.model, len(vocab.words), cfg)
+        self.checkpoint = Checkpoint(
+            self.checkpoint_path, run_key(**settings, **accel.describe())
+        )
+        result = train(
+            model,
+            enc["train"],
+            enc["valid"],
+            cfg,
+            seed=seed,
+            accel=accel,
+            checkpoint=self.checkpoint,
+            desc=f"{run.name} seed {seed}",
+        )
+
+        def write(folder: Path) -> None:
+            state = {k: v.cpu() for k, v in result.best_state.items()}
+            torch.save(state, folder / "model.pt")
+            (folder / "vocab.json").write_text(json.dumps(vocab.words) + "\n")
+            text = json.dumps(settings, indent=2) + "\n"
+            (folder / "config.json").write_text(text)
+
+        stats = {
+            **{k: settings[k] for k in ("run", "data", "model", "seed")},
+            **result.stats,
+            "train_examples": len(splits["train"]),
+            "valid_examples": len(splits["valid"]),
+            "valid_from_train": settings["valid_from_train"],
+            "vocab": len(vocab.words),
+            "parameters": sum(p.numel() for p in model.parameters()),
+            **accel.describe(),
+            "threads": torch.get_num_threads(),
+            "examples_sha256": settings["examples_sha256"],
+            "peak_rss_mb": peak_rss_mb(),
+        }
+        record = parse(stats, NliTrain, f"train-nli@{run.name}-{seed} stats")
+        return StageOutput(write, record, result.history)
 
 
 def evaluate(

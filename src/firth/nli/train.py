@@ -16,6 +16,7 @@ from torch.nn import functional as F
 
 from firth.accel import Accel
 from firth.checkpoint import Checkpoint
+from firth.nli.config import Nli
 from firth.nli.data import Encoded, batch
 from firth.sources.nli import LABELS
 from firth.training import Result, Task, fit_per_epoch
@@ -90,7 +91,7 @@ class NliTask(Task):
     """Shuffled example batches for firth.training.fit, cross-entropy, one
     validation (accuracy) per epoch."""
 
-    def __init__(self, model, train_data: Encoded, valid_data: Encoded, cfg, *,
+    def __init__(self, model, train_data: Encoded, valid_data: Encoded, cfg: Nli, *,
                  seed, accel):  # fmt: skip
         self.model, self.train_data, self.valid_data = model, train_data, valid_data
         self.cfg, self.seed, self.accel = cfg, seed, accel
@@ -120,7 +121,7 @@ def train(
     model,
     train_data: Encoded,
     valid_data: Encoded,
-    cfg,
+    cfg: Nli,
     *,
     seed: int,
     accel: Accel,

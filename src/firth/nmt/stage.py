@@ -54,7 +54,7 @@ SWITCHES = {"pointer", "coverage", "coverage_loss"}  # where a run sets them
 
 def select(cfg: Nmt, name: str, *, baseline: bool = False) -> NmtRun | None:
     """The run ``name`` of ``nmt.runs`` (None for the copy-source baseline where
-    ``baseline``); sets the torch threads."""
+    ``baseline``)."""
     if COPY in cfg.runs:
         raise ConfigError(f"nmt.runs: '{COPY}' is reserved for the baseline")
     if name not in cfg.runs and not (baseline and name == COPY):
@@ -154,6 +154,9 @@ class NmtTraining:
             hashes={"train": sha256_file(train), "tokenizer": sha256_file(tok_path)},
             checkpoint=Checkpoint(checkpoint, key=""),
         )
+
+    def clear(self) -> None:
+        self.checkpoint.clear()
 
     def fit(self, accel: Accel, group: Group) -> StageOutput | None:
         """The model trained as one rank of ``group`` (None on ranks other than 0,

@@ -31,6 +31,7 @@ from firth import distributed
 from firth.accel import Accel
 from firth.checkpoint import Checkpoint
 from firth.distributed import SINGLE, Group
+from firth.nmt.config import NmtCommon
 from firth.nmt.data import PAD, decode, make_batch, token_batches
 from firth.nmt.decode import decode_corpus
 from firth.training import Result, Task, fit, loss_stats, scheduled_plan
@@ -149,7 +150,9 @@ class NmtTask(Task):
     order drawn from (seed, epoch); validation is the valid loss and greedy BLEU
     on the ``bleu_idx`` verses."""
 
-    def __init__(self, model, data: dict, cfg, *, seed, accel, group, coverage_loss):
+    def __init__(
+        self, model, data: dict, cfg: NmtCommon, *, seed, accel, group, coverage_loss
+    ):
         self.model, self.data, self.cfg, self.seed = model, data, cfg, seed
         self.accel, self.group, self.coverage_loss = accel, group, coverage_loss
         self.forward = None  # wrapped after fit moved the model to its device
@@ -208,7 +211,7 @@ def train(
     valid_src,
     valid_tgt,
     valid_refs: list[str],
-    cfg,
+    cfg: NmtCommon,
     *,
     seed: int,
     accel: Accel,

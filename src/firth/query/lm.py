@@ -9,13 +9,14 @@ from pathlib import Path
 
 from firth.config import load_section, load_sections
 from firth.errors import DataError
+from firth.lm.config import EvaluateLm, Lm
 from firth.query import NotTrained, stage_paths
 
 
 def _scorer(root: Path, params: Path, name: str):
     from firth.lm.stage import Scorer, select
 
-    cfg, _ = load_sections("lm", params)
+    cfg, _ = load_sections("lm", params, schema=Lm)
     select(cfg, name, DataError)  # an unknown run name
     folder = stage_paths(root, f"train-lm@{name}")["out"]
     if not (folder / "vocab.json").exists():
@@ -43,7 +44,7 @@ def generate(
 ) -> list[str]:
     """``samples`` continuations of ``prompt`` (seeded by the run's seed)."""
     scorer = _scorer(root, params, name)
-    ev = load_section("evaluate_lm", params)
+    ev = load_section("evaluate_lm", params, schema=EvaluateLm)
     update: dict = {"prompts": prepared(params, [prompt]), "samples": samples}
     if tokens is not None:
         update["sample_tokens"] = tokens

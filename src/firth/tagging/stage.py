@@ -18,6 +18,8 @@ from firth.accel import Accel, resolve_device
 from firth.audit.scores import read_flags, seed_mean, split_scores
 from firth.checkpoint import Checkpoint, run_key
 from firth.config import check_seed, load_sections, load_sources
+from firth.distributed import SINGLE, Group
+from firth.embeddings.config import Embeddings
 from firth.embeddings.vectors import Embedding, load_word2vec
 from firth.errors import ConfigError, DataError
 from firth.io import read_json, sha256_file, shown
@@ -84,7 +86,7 @@ def vectors_dir(vectors: Path, params: Path, method: str, seed: int) -> Path:
     """The folder seed-<seed> of the method's vectors (``vectors``: train-embeddings'
     outs of that method), or its first seed's where ``seed`` is not one of
     ``embeddings.seeds.<method>``."""
-    emb, _ = load_sections("embeddings", params)
+    emb, _ = load_sections("embeddings", params, schema=Embeddings)
     seeds = emb.seeds.get(method)
     if seeds is None:
         raise ConfigError(
@@ -211,8 +213,9 @@ class CellTraining:
         curve = [{"init": init, "seed": seed, **row} for row in result.history]
         return vocab, stats, curve
 
-    def fit(self, accel: Accel) -> StageOutput:
-        """Both models of the cell; clear_checkpoints once they are written."""
+    def fit(self, accel: Accel, group: Group = SINGLE) -> StageOutput:
+        """Both models of the cell (on one process: ``group`` is SINGLE); clear
+        once they are written."""
         run, seed = self.run, self.seed
         vocabs, models, curve = {}, [], []
         for init in self.inits:
@@ -251,7 +254,7 @@ class CellTraining:
         record = parse(stats, TaggerTrain, f"train-tagger@{run.name}-{seed} stats")
         return StageOutput(write, record, curve)
 
-    def clear_checkpoints(self) -> None:
+    def clear(self) -> None:
         for init in self.inits:
             (self.checkpoints / f"{init}-seed{self.seed}.pt").unlink(missing_ok=True)
 

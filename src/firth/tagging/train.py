@@ -18,6 +18,7 @@ import torch
 
 from firth.accel import Accel
 from firth.checkpoint import Checkpoint
+from firth.tagging.config import TaggerCommon
 from firth.tagging.data import UNK, Encoded, Vocab, length_batches, make_batch
 from firth.tagging.evaluate import headline, scores
 from firth.training import Result, Task, fit_per_epoch
@@ -51,8 +52,8 @@ class TaggerTask(Task):
     """Shuffled sentence batches for firth.training.fit, with word dropout; one
     validation per epoch (entity F1 for BIO tag sets, token accuracy otherwise)."""
 
-    def __init__(self, model, train_data, valid_data, valid_sents, vocab, cfg, *,
-                 seed, accel, singletons, bio):  # fmt: skip
+    def __init__(self, model, train_data, valid_data, valid_sents, vocab,
+                 cfg: TaggerCommon, *, seed, accel, singletons, bio):  # fmt: skip
         self.model, self.train_data, self.valid_data = model, train_data, valid_data
         self.gold = [tags for _, tags in valid_sents]
         self.tokens = [toks for toks, _ in valid_sents]
@@ -117,7 +118,7 @@ def train(
     valid_data: Encoded,
     valid_sents,
     vocab: Vocab,
-    cfg,
+    cfg: TaggerCommon,
     *,
     seed: int,
     accel: Accel,
