@@ -1,7 +1,8 @@
 """Benchmark the language models on the default text split: Kneser-Ney build
-time and peak memory, neural training tokens per second (forward, backward,
-clipping and the AdamW step over real training segments, the settings of
-params.yaml's lm section), and evaluation speed (scoring the whole test text).
+time and peak memory, neural training tokens per second (the train-lm stage's own
+job, LmTraining through firth.training.fit, for a budget of ``--steps`` optimiser
+steps with the settings of params.yaml's lm section: its figure is the stage's
+speed), and evaluation speed (scoring the whole test text).
 
     python benchmarks/lm.py            # KN orders 3 and 5, every neural family
     python benchmarks/lm.py --orders 5 --families lstm --device cuda
@@ -72,16 +73,24 @@ def _kn(order: int, train: str, test: str, queue) -> None:
 
 
 def _neural(family: str, args: dict, queue) -> None:
+    import tempfile
+
     import torch
 
     from firth.accel import Accel
+    from firth.checkpoint import Checkpoint
     from firth.config import load_section
-    from firth.lm.config import Lm
-    from firth.lm.data import batchify, build_vocabulary, encode_stream, read_lines
+    from firth.distributed import SINGLE
+    from firth.lm.config import Lm, LmRun
+    from firth.lm.data import build_vocabulary, encode_stream, read_lines
     from firth.lm.models import build_model
+    from firth.lm.stage import LmTraining
     from firth.lm.train import score
 
     cfg = load_section("lm", args["params"], schema=Lm)
+    # one run of ``family`` with the section's settings, trained by the stage's
+    # own job (firth.training.fit) for a budget of ``steps`` optimiser steps
+    cfg = cfg.model_copy(update={"runs": {family: LmRun(family=family, seed=0)}})
     c = cfg.common
     torch.set_num_threads(c.threads or torch.get_num_threads())
     accel = Accel.build(
@@ -97,54 +106,42 @@ def _neural(family: str, args: dict, queue) -> None:
         train_lines,
         unit=c.unit,
         min_count=c.min_count,
-        tokenizer=PROJECT / "data/tokenizers/text/tokenizer.json",
+        tokenizer=Path(args["tokenizer"]) / "tokenizer.json",
     )
-    stream = encode_stream(vocab, train_lines)
-    x, y = batchify(stream, c.batch)
-    x, y = x.to(device), y.to(device)
-    torch.manual_seed(0)
-    model = accel.prepare(build_model(family, vocab.size, cfg, eos=vocab.eos))
-    opt = torch.optim.AdamW(model.parameters(), lr=c.lr, weight_decay=c.weight_decay)
-    state = model.init_state(c.batch, device)
-    warm, steps = 3, args["steps"]
-    for i in range(warm + steps):
-        if i == warm:
-            if device.type == "cuda":
-                torch.cuda.synchronize(device)
-            t0 = time.perf_counter()
-        pos = i * c.bptt
-        with accel.autocast():
-            lp, state = model.log_prob_of(
-                x[:, pos : pos + c.bptt], y[:, pos : pos + c.bptt], state
-            )
-        loss = -lp.mean()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), c.clip or 1e9)
-        opt.step()
-        state = model.detach(state)
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    train_s = time.perf_counter() - t0
+    with tempfile.TemporaryDirectory() as scratch:
+        job = LmTraining(
+            cfg,
+            family,
+            train_lines=train_lines,
+            valid_lines=read_lines(Path(args["valid"])),
+            vocab=vocab,
+            corpus_sha256="",
+            checkpoint=Checkpoint(Path(scratch) / "ckpt.pt", key=""),
+        )
+        stats = job.fit(accel, SINGLE, max_steps=args["steps"]).stats
     test = encode_stream(vocab, test_lines)
+    torch.manual_seed(0)
+    model = build_model(family, vocab.size, cfg, eos=vocab.eos).to(device).eval()
     t0 = time.perf_counter()
     _, tokens = score(model, test, batch=c.eval_batch, bptt=c.bptt, device=device)
     eval_s = time.perf_counter() - t0
+    rate = stats.train_tokens_per_second
     queue.put(
         {
             "model": family,
             "unit": c.unit,
             "vocab": vocab.size,
-            "parameters": sum(p.numel() for p in model.parameters()),
+            "parameters": stats.parameters,
             "device": str(device),
             "train_precision": accel.precision,  # scoring: fp32 (TF32 if set)
             "train_compiled": accel.compile,
             "threads": torch.get_num_threads(),
-            "train_tokens": steps * c.batch * c.bptt,
-            "train_seconds": round(train_s, 2),
-            "train_tokens_per_second": round(steps * c.batch * c.bptt / train_s),
+            "train_steps": stats.steps,
+            "train_tokens": stats.steps * c.batch * c.bptt,
+            "train_seconds": stats.train_seconds,
+            "train_tokens_per_second": rate,
             "epoch_seconds_estimate": round(
-                (len(stream) - 1) / (steps * c.batch * c.bptt / train_s)
+                len(encode_stream(vocab, train_lines)) / rate
             ),
             "peak_rss_mb": round(
                 resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -159,7 +156,9 @@ def _neural(family: str, args: dict, queue) -> None:
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--train", default=str(PROJECT / "data/subsampled/text/train.txt"))
+    p.add_argument("--valid", default=str(PROJECT / "data/subsampled/text/valid.txt"))
     p.add_argument("--test", default=str(PROJECT / "data/subsampled/text/test.txt"))
+    p.add_argument("--tokenizer", default=str(PROJECT / "data/tokenizers/text"))
     p.add_argument("--orders", nargs="*", type=int, default=[3, 5])
     p.add_argument(
         "--families", nargs="*", default=["ffnn", "elman", "lstm", "gru", "transformer"]
@@ -184,6 +183,7 @@ def main(argv=None) -> None:
         )
         print(json.dumps(rows[-1]), flush=True)
     keys = ("params", "device", "precision", "compile", "steps", "train", "test")
+    keys += ("valid", "tokenizer")
     spec = {k: getattr(args, k) for k in keys}
     for family in args.families:
         rows.append(in_fresh_process(_neural, family, spec, label=family))

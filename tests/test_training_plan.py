@@ -3,8 +3,9 @@ interval, and once at the end unless a validation came just before; a run
 shorter than one interval still validates (and so keeps weights) once."""
 
 import pytest
+import torch
 
-from firth.training import Plan
+from firth.training import Plan, Task, fit
 
 
 def validations(steps: int, every: int) -> list[int]:
@@ -80,3 +81,48 @@ def test_fused_optimizer_matches_the_reference_loop(kind):
         assert not torch.equal(g, s)  # the steps moved the weights
     assert torch.optim.Adam in type(optimizer(torch.nn.Linear(2, 2), plan)).__mro__
     assert optimizer(torch.nn.Linear(2, 2), plan).defaults["fused"]
+
+
+class _Line(Task):
+    """y = 2x + 1 on eight points, one batch per step: the loop's bookkeeping,
+    not a model, is under test."""
+
+    def __init__(self, model):
+        self.model = model
+        self.x = torch.linspace(-1, 1, 8).unsqueeze(1)
+
+    def epoch_batches(self, epoch):
+        return [slice(0, 4), slice(4, 8)]
+
+    def loss(self, batch):
+        err = self.model(self.x[batch]) - (2 * self.x[batch] + 1)
+        loss = (err**2).sum()
+        return loss / 4, loss.item(), 4.0
+
+    def validate(self):
+        with torch.no_grad():
+            v = float(((self.model(self.x) - (2 * self.x + 1)) ** 2).mean())
+        return v, {"valid_loss": v}
+
+
+def test_a_step_budget_cuts_the_plan_and_still_validates():
+    """fit's ``max_steps`` (benchmarks time the real loop with it): the run stops
+    after that many steps, its last step validates and keeps weights, and the
+    curve and the counts say so."""
+    from firth.accel import Accel
+
+    plan = Plan(steps=40, steps_per_epoch=2, eval_every=10, lr=0.05)
+    runs = {}
+    for budget in (None, 7):
+        torch.manual_seed(0)
+        model = torch.nn.Linear(1, 1)
+        accel = Accel.build(device="cpu", precision="fp32", compile=False, key="t")
+        runs[budget] = fit(
+            model, _Line(model), plan, seed=0, accel=accel, max_steps=budget
+        )
+    cut, full = runs[7], runs[None]
+    assert (cut.steps, cut.plan.steps, full.steps) == (7, 7, 40)
+    assert [r["step"] for r in cut.history] == [7]
+    assert cut.best_state is not None and cut.trained == 7 * 4
+    assert cut.stats["planned_steps"] == 7 and full.stats["planned_steps"] == 40
+    assert [r["step"] for r in full.history] == [10, 20, 30, 40]

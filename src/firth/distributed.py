@@ -226,8 +226,11 @@ class Trainer(Protocol):
     """One training stage's job, built from already-loaded data (firth.<task>.stage:
     LmTraining, NmtTraining, CellTraining, NliTraining)."""
 
-    def fit(self, accel: Accel, group: Group) -> StageOutput | None:
-        """The trained model's outputs (None on DDP ranks other than 0)."""
+    def fit(
+        self, accel: Accel, group: Group, *, max_steps: int | None = None
+    ) -> StageOutput | None:
+        """The trained model's outputs (None on DDP ranks other than 0);
+        ``max_steps``: a step budget (benchmarks)."""
         ...
 
     def clear(self) -> None:

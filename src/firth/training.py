@@ -33,7 +33,7 @@ import logging
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 import torch
@@ -147,12 +147,14 @@ def epoch_stats(result: Result, *, examples: int, score: str, unit: str) -> dict
     """Whole epochs run, the best validation's epoch and ``best_valid_<score>``,
     and ``<unit>_per_second`` over ``examples`` per epoch (per-epoch plans)."""
     per_epoch = result.plan.steps_per_epoch
-    epochs = result.steps // per_epoch
     return {
-        "epochs": epochs,
+        "epochs": result.steps // per_epoch,
         "best_epoch": result.best_step // per_epoch,
         f"best_valid_{score}": result.best_score,
-        f"{unit}_per_second": round(examples * epochs / result.seconds, 1)
+        # (the steps as a share of epochs: a budget may stop inside one)
+        f"{unit}_per_second": round(
+            examples * result.steps / per_epoch / result.seconds, 1
+        )
         if result.seconds
         else None,
     }
@@ -297,13 +299,18 @@ def fit(
     group: Group = SINGLE,
     checkpoint: Checkpoint | None = None,
     stop_after: int | None = None,
+    max_steps: int | None = None,
     desc: str = "train",
 ) -> Result:
     """Train ``model`` on ``task`` following ``plan`` on ``accel``'s device and
     precision, as one rank of ``group``. The caller builds the model under ``seed``
     and the task around it (its forward may be wrapped in DDP after this call's
     ``accel.prepare``: build it lazily). ``stop_after`` (tests) raises
-    KeyboardInterrupt after that many validations, as a kill would."""
+    KeyboardInterrupt after that many validations, as a kill would; ``max_steps``
+    (a benchmark's step budget) cuts the plan to that many steps, which still end
+    with a validation."""
+    if max_steps is not None and max_steps < plan.steps:
+        plan = replace(plan, steps=max(1, max_steps))
     device = accel.device
     torch.manual_seed(seed + group.rank)  # dropout differs across ranks
     accel.prepare(model)

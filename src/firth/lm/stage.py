@@ -165,7 +165,9 @@ class LmTraining:
     def clear(self) -> None:
         self.checkpoint.clear()
 
-    def fit(self, accel: Accel, group: Group) -> StageOutput | None:
+    def fit(
+        self, accel: Accel, group: Group, *, max_steps: int | None = None
+    ) -> StageOutput | None:
         """The neural model trained as one rank of ``group`` (None on ranks other
         than 0, which write nothing); clear ``checkpoint`` once it is written."""
         c, vocab, seed = self.common, self.vocab, self.run.seed
@@ -185,6 +187,7 @@ class LmTraining:
             accel=accel,
             group=group,
             checkpoint=self.checkpoint,
+            max_steps=max_steps,
         )
         if not group.main:
             return None

@@ -142,10 +142,12 @@ def train(
     group: Group = SINGLE,
     checkpoint: Checkpoint | None = None,
     stop_after: int | None = None,
+    max_steps: int | None = None,
 ) -> Result:
     """Train ``model`` (built under ``seed``) with the ``lm.common`` settings ``cfg``
     on ``accel``'s device and precision, as one rank of ``group``. ``stop_after``
-    (tests) stops after that many validations, as a kill would."""
+    (tests) stops after that many validations, as a kill would. ``max_steps``: a step
+    budget (benchmarks; firth.training.fit)."""
     task = LmTask(model, train_stream, valid_stream, cfg, accel=accel, group=group)
     plan = scheduled_plan(cfg, steps_per_epoch=task.steps_per_epoch, epochs=cfg.epochs)
     log.info(
@@ -165,6 +167,7 @@ def train(
         group=group,
         checkpoint=checkpoint,
         stop_after=stop_after,
+        max_steps=max_steps,
     )
     result.extra = {
         **loss_stats(result),

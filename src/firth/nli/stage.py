@@ -132,7 +132,9 @@ class NliTraining:
         if self.checkpoint is not None:
             self.checkpoint.clear()
 
-    def fit(self, accel: Accel, group: Group = SINGLE) -> StageOutput:
+    def fit(
+        self, accel: Accel, group: Group = SINGLE, *, max_steps: int | None = None
+    ) -> StageOutput:
         """The model trained on ``accel`` (one process: ``group`` is SINGLE): its
         folder, statistics and curve; clear once written."""
         run, seed, cfg, settings = self.run, self.seed, self.run.cfg, self.settings
@@ -151,6 +153,7 @@ class NliTraining:
             accel=accel,
             checkpoint=self.checkpoint,
             desc=f"{run.name} seed {seed}",
+            max_steps=max_steps,
         )
 
         def write(folder: Path) -> None:

@@ -127,11 +127,13 @@ def train(
     accel: Accel,
     checkpoint: Checkpoint | None = None,
     stop_after: int | None = None,
+    max_steps: int | None = None,
     desc: str = "nli",
 ) -> Result:
     """Train ``model`` (built under ``seed``) with the ``nli`` settings ``cfg``
     on ``accel``'s device and precision (validation in fp32). ``stop_after`` (tests)
-    stops after that many epochs, as a kill would."""
+    stops after that many epochs, as a kill would. ``max_steps``: a step
+    budget (benchmarks; firth.training.fit)."""
     task = NliTask(model, train_data, valid_data, cfg, seed=seed, accel=accel)
     return fit_per_epoch(
         model,
@@ -144,5 +146,6 @@ def train(
         accel=accel,
         checkpoint=checkpoint,
         stop_after=stop_after,
+        max_steps=max_steps,
         desc=desc,
     )

@@ -158,7 +158,9 @@ class NmtTraining:
     def clear(self) -> None:
         self.checkpoint.clear()
 
-    def fit(self, accel: Accel, group: Group) -> StageOutput | None:
+    def fit(
+        self, accel: Accel, group: Group, *, max_steps: int | None = None
+    ) -> StageOutput | None:
         """The model trained as one rank of ``group`` (None on ranks other than 0,
         which write nothing); clear ``checkpoint`` once it is written."""
         run, c, tok = self.run, schedule(self.cfg, self.run.model), self.tok
@@ -190,6 +192,7 @@ class NmtTraining:
             accel=accel,
             group=group,
             checkpoint=self.checkpoint,
+            max_steps=max_steps,
         )
         if not group.main:
             return None

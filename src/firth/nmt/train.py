@@ -221,12 +221,14 @@ def train(
     valid_oov: list[list[str]] | None = None,
     checkpoint: Checkpoint | None = None,
     stop_after: int | None = None,
+    max_steps: int | None = None,
 ) -> Result:
     """Train ``model`` for ``epochs`` with the ``nmt.common`` settings ``cfg`` on
     ``accel``'s device and precision, as one rank of ``group`` (``coverage_loss``:
     its weight lambda; ``valid_oov``: the valid sentences' copied unknown spans,
     for a pointer-generator). ``stop_after`` (tests) stops after that many
-    validations, as a kill would."""
+    validations, as a kill would. ``max_steps``: a step
+    budget (benchmarks; firth.training.fit)."""
     n_bleu = min(cfg.valid_bleu_sentences, len(valid_src))
     bleu_idx = [round(i * len(valid_src) / n_bleu) for i in range(n_bleu)]
     copy_bleu = None  # the copy-source baseline on the same valid verses
@@ -266,6 +268,7 @@ def train(
         group=group,
         checkpoint=checkpoint,
         stop_after=stop_after,
+        max_steps=max_steps,
     )
     result.extra = {
         "valid_bleu_sentences": n_bleu,

@@ -167,7 +167,9 @@ class CellTraining:
             checkpoints=checkpoints,
         )
 
-    def fit_one(self, init: str, accel: Accel) -> tuple[Vocab, dict, list[dict]]:
+    def fit_one(
+        self, init: str, accel: Accel, max_steps: int | None = None
+    ) -> tuple[Vocab, dict, list[dict]]:
         """One model (random or pretrained word embeddings): its vocabulary, its
         weights and statistics, and its curve rows."""
         run, seed, tr = self.run, self.seed, self.train_set
@@ -199,6 +201,7 @@ class CellTraining:
             bio=self.bio,
             checkpoint=ckpt,
             desc=f"{run.name} {name}",
+            max_steps=max_steps,
         )
         model.load_state_dict(result.best_state)
         stats = {
@@ -213,13 +216,15 @@ class CellTraining:
         curve = [{"init": init, "seed": seed, **row} for row in result.history]
         return vocab, stats, curve
 
-    def fit(self, accel: Accel, group: Group = SINGLE) -> StageOutput:
+    def fit(
+        self, accel: Accel, group: Group = SINGLE, *, max_steps: int | None = None
+    ) -> StageOutput:
         """Both models of the cell (on one process: ``group`` is SINGLE); clear
         once they are written."""
         run, seed = self.run, self.seed
         vocabs, models, curve = {}, [], []
         for init in self.inits:
-            vocabs[init], stats, rows = self.fit_one(init, accel)
+            vocabs[init], stats, rows = self.fit_one(init, accel, max_steps)
             models.append(stats)
             curve += rows
         states = {m["init"]: m.pop("state") for m in models}

@@ -126,11 +126,13 @@ def train(
     bio: bool,
     checkpoint: Checkpoint | None = None,
     stop_after: int | None = None,
+    max_steps: int | None = None,
     desc: str = "train",
 ) -> Result:
     """Train ``model`` (built under ``seed``) with the ``tagger.common`` settings
     ``cfg`` on ``accel``'s device and precision (validation in fp32). ``stop_after``
-    (tests) stops after that many epochs, as a kill would."""
+    (tests) stops after that many epochs, as a kill would. ``max_steps``: a step
+    budget (benchmarks; firth.training.fit)."""
     task = TaggerTask(
         model,
         train_data,
@@ -154,5 +156,6 @@ def train(
         accel=accel,
         checkpoint=checkpoint,
         stop_after=stop_after,
+        max_steps=max_steps,
         desc=desc,
     )
