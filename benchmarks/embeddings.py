@@ -62,7 +62,9 @@ def _one(
         corpus, min_count=c.min_count, max_sentence_len=c.max_sentence_len
     )
     out = train_method(method, data, sentences, cfg, seed=seed, progress=False)
-    raw = PROJECT / "data" / "raw" / "eval"
+    from firth.query import stage_paths
+
+    raw = stage_paths(PROJECT, f"evaluate-embeddings@{method}")["eval"]
     ana = evaluate_analogies(
         out.embedding,
         read_analogies(raw / "analogy-google" / "questions-words.txt"),

@@ -1,6 +1,7 @@
 """Benchmark the translation models on the default KJV -> WEB split: training
-target tokens per second (teacher forcing, backward, clipping and the AdamW step
-over real batches, the settings of params.yaml's nmt section), and decoding
+target tokens per second (the train-nmt stage's own job, NmtTraining through
+firth.training.fit, for a budget of ``--steps`` optimiser steps with the settings
+of params.yaml's nmt section: its figure is the stage's speed), and decoding
 sentences per second with beam search batched over sentences and beams against
 the same search run one sentence at a time (and batched greedy), on test verses.
 It also times one decoder step with its next-token scores per row, at ``beam``
@@ -43,23 +44,19 @@ def _sync(device):
 
 
 def _bench(run: str, spec: dict, queue) -> None:
+    import tempfile
+
     import torch
 
     from firth.accel import Accel
     from firth.config import load_section, load_sections
+    from firth.distributed import SINGLE
     from firth.nmt.config import EvaluateNmt, Nmt
-    from firth.nmt.data import (
-        BOS,
-        encode,
-        encode_extended,
-        load_tokenizer,
-        make_batch,
-        read_pairs,
-        token_batches,
-    )
-    from firth.nmt.decode import _scores, decode_corpus
+    from firth.nmt.data import BOS, encode, encode_extended, read_pairs
+    from firth.nmt.decode import decode_corpus
     from firth.nmt.models import build_model
-    from firth.nmt.train import loss_sum
+    from firth.nmt.stage import NmtTraining
+    from firth.query import stage_paths
 
     cfg, _ = load_sections("nmt", spec["params"], schema=Nmt)
     ev = load_section("evaluate_nmt", spec["params"], schema=EvaluateNmt)
@@ -72,44 +69,28 @@ def _bench(run: str, spec: dict, queue) -> None:
         key="--device",
     )
     device = accel.device
-    tok = load_tokenizer(PROJECT / "data/tokenizers/parallel/tokenizer.json")
-    tr = read_pairs(PROJECT / "data/subsampled/parallel/train.tsv")
-    te = read_pairs(PROJECT / "data/subsampled/parallel/test.tsv")
-    r = cfg.runs[run]
-    if r.pointer:  # unknown source spans get copyable ids
-        ext = encode_extended(tok, tr.source, tr.target)
-        src, tgt = ext.src, ext.tgt
-    else:
-        src, tgt = encode(tok, tr.source), encode(tok, tr.target)
-    torch.manual_seed(0)
-    model = accel.prepare(
-        build_model(
-            r.model, tok.get_vocab_size(), cfg, pointer=r.pointer, coverage=r.coverage
-        )
-    )
-    opt = torch.optim.AdamW(model.parameters(), lr=c.lr)
-    batches = token_batches(
-        src, tgt, c.batch_tokens, generator=torch.Generator().manual_seed(0)
-    )
+    paths = stage_paths(PROJECT, f"train-nmt@{run}")
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
-    model.train()
-    tokens, seconds = 0, 0.0
-    for i, idx in enumerate(batches[: spec["steps"] + 2]):
-        b = make_batch(idx, src, tgt).to(device)
-        _sync(device)
-        t0 = time.perf_counter()
-        with accel.autocast():
-            loss = loss_sum(model, b, c.label_smoothing, r.coverage_loss)
-        opt.zero_grad(set_to_none=True)
-        (loss / b.tokens).backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), c.clip or 1e9)
-        opt.step()
-        _sync(device)
-        if i >= 2:  # the first steps warm up allocators and kernels
-            seconds += time.perf_counter() - t0
-            tokens += b.tokens
-    weights = PROJECT / "data" / "nmt" / run / "model.pt"
+    # training: the train-nmt stage's own job (firth.training.fit) for a budget of
+    # ``steps`` optimiser steps, so the figure is the stage's speed
+    with tempfile.TemporaryDirectory() as scratch:
+        job = NmtTraining.load(
+            cfg,
+            run,
+            train=paths["train"],
+            valid=paths["valid"],
+            tokenizer=paths["tokenizer"],
+            checkpoint=Path(scratch) / "ckpt.pt",
+        )
+        stats = job.fit(accel, SINGLE, max_steps=spec["steps"]).stats
+    tok, r = job.tok, job.run
+    te = read_pairs(stage_paths(PROJECT, f"evaluate-nmt@{run}")["test"])
+    torch.manual_seed(0)
+    model = build_model(
+        r.model, tok.get_vocab_size(), cfg, pointer=r.pointer, coverage=r.coverage
+    ).to(device)
+    weights = paths["out"] / "model.pt"
     trained = weights.exists()
     if trained:
         model.load_state_dict(torch.load(weights, weights_only=True))
@@ -158,7 +139,8 @@ def _bench(run: str, spec: dict, queue) -> None:
                 _sync(device)
                 t0 = time.perf_counter()
             feat, _, _ = model.step(y, state, memory)
-            logits, _ = _scores(model, feat)
+            logits = model.logits(feat)  # the scores and their normaliser
+            torch.logsumexp(logits, dim=-1)
             logits.topk(spec["beam"], dim=1)
         _sync(device)
         return (time.perf_counter() - t0) / n / rows
@@ -177,8 +159,9 @@ def _bench(run: str, spec: dict, queue) -> None:
         "weights": "trained" if trained else "untrained",
         "train_precision": accel.precision,  # decoding: fp32 (TF32 if set)
         "train_compiled": accel.compile,
-        "train_steps": spec["steps"],
-        "train_target_tokens_per_second": round(tokens / seconds),
+        "train_steps": stats.steps,
+        "train_seconds": stats.train_seconds,
+        "train_target_tokens_per_second": stats.train_target_tokens_per_second,
         "decode_sentences": len(sub),
         "beam_batched_sentences_per_second": round(len(sub) / t_batched, 2),
         "beam_single_sentences_per_second": round(len(sub) / t_single, 2),

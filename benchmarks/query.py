@@ -139,10 +139,14 @@ def main() -> None:
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/query.json")
     args = p.parse_args()
     params = yaml.safe_load((PROJECT / "params.yaml").read_text(encoding="utf-8"))
-    data = PROJECT / "data"
+    from firth.query import stage_paths
+
+    def made(stage: str, name: str) -> bool:  # where dvc.yaml says it writes
+        return (stage_paths(PROJECT, stage)["out"] / name).exists()
+
     rows, skipped = [], []
     for run in params["nmt"]["runs"]:
-        if (data / "nmt" / run / "model.pt").exists():
+        if made(f"train-nmt@{run}", "model.pt"):
             rows.append(
                 in_fresh_process(
                     _translate, run, args.sentences, args.repeat, label=run
@@ -152,17 +156,17 @@ def main() -> None:
             skipped.append(f"train-nmt@{run}")
     t = params["tagger"]
     for run in (f"{d}-{h}" for d in t["data"] for h in t["heads"]):
-        if (data / "taggers" / run / f"seed-{t['seeds'][0]}" / "config.json").exists():
+        if made(f"train-tagger@{run}-{t['seeds'][0]}", "config.json"):
             rows.append(in_fresh_process(_tag, run, args.repeat, label=run))
         else:
             skipped.append(f"train-tagger@{run}-{t['seeds'][0]}")
     for run in params["lm"]["runs"]:
-        if (data / "lm" / run / "vocab.json").exists():
+        if made(f"train-lm@{run}", "vocab.json"):
             rows.append(in_fresh_process(_score, run, args.repeat, label=run))
         else:
             skipped.append(f"train-lm@{run}")
     for method, seeds in params["embeddings"]["seeds"].items():
-        if (data / "embeddings" / method / f"seed-{seeds[0]}" / "vectors.txt").exists():
+        if made(f"train-embeddings-{method}@{seeds[0]}", "vectors.txt"):
             rows.append(
                 in_fresh_process(
                     _neighbours, method, seeds[0], args.repeat, label=method

@@ -1,6 +1,8 @@
 """Benchmark the taggers on the default data: training sentences per second (the
-forward pass, the head's loss, backward, clipping and the Adam step over real
-shuffled batches with the settings of params.yaml's tagger section), and decoding:
+train-tagger stage's own job, CellTraining through firth.training.fit, its
+randomly initialised model for a budget of ``--steps`` optimiser steps with the
+settings of params.yaml's tagger section: its figure is the stage's speed), and
+decoding:
 batched Viterbi over the CRF's emissions against the same Viterbi called one
 sentence at a time (the emissions are computed once, so only the decoder is timed;
 the paths must agree), and the whole tagger's batched decoding (emissions and
@@ -21,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import resource
 import sys
 import time
@@ -55,53 +56,55 @@ def _best(fn, repeat: int, device) -> float:
 
 
 def _bench(run: str, spec: dict, queue) -> None:
+    import tempfile
+
     import torch
 
-    from firth.accel import resolve_device
+    from firth.accel import Accel
     from firth.config import load_sections
+    from firth.query import stage_paths
     from firth.tagging.config import Tagger
     from firth.tagging.data import Vocab, encode, length_batches, make_batch, read_split
     from firth.tagging.models import build_tagger
+    from firth.tagging.stage import CellTraining, setup
 
     cfg, _ = load_sections("tagger", spec["params"], schema=Tagger)
     c = cfg.common
     data_name, head = _split_run(cfg, run)
     if c.threads:
         torch.set_num_threads(c.threads)
-    device = resolve_device(spec["device"])
-    data = PROJECT / "data" / "subsampled" / "tagged" / data_name
-    train = read_split(data / "train.conll")
-    folder = PROJECT / "data" / "taggers" / run / f"seed-{cfg.seeds[0]}"
+    accel = Accel.build(
+        device=spec["device"], precision="fp32", compile=False, key="--device"
+    )
+    device = accel.device
+    seed = cfg.seeds[0]
+    paths = stage_paths(PROJECT, f"train-tagger@{run}-{seed}")
+    # training: the train-tagger stage's own job (its randomly initialised model,
+    # firth.training.fit) for a budget of ``steps`` optimiser steps, so the figure
+    # is the stage's speed
+    with tempfile.TemporaryDirectory() as scratch:
+        job = CellTraining.load(
+            setup(Path(spec["params"]), data_name, head),
+            seed,
+            train=paths["train"],
+            valid=paths["valid"],
+            vectors=paths["vectors"],
+            checkpoints=Path(scratch),
+        )
+        _, stats, _ = job.fit_one("random", accel, max_steps=spec["steps"])
+    train = read_split(paths["train"])
+    folder = paths["out"]
     weights = folder / "random.pt"
     vocab = Vocab.build(train)
     if (folder / "vocab-random.json").exists():
         vocab = Vocab.from_json(json.loads((folder / "vocab-random.json").read_text()))
     enc = encode(vocab, train)
-    torch.manual_seed(cfg.seeds[0])
+    torch.manual_seed(seed)
     model = build_tagger(vocab, head, c).to(device)
-    opt = torch.optim.Adam(model.parameters(), lr=c.lr)
-    order = random.Random(0).sample(range(len(train)), len(train))
-    batches = [order[i : i + c.batch] for i in range(0, len(order), c.batch)]
-    batches = batches[: spec["steps"]]
-    prepared = [make_batch(enc, idx).to(device) for idx in batches]
-
-    def train_pass():
-        model.train()
-        for b in prepared:
-            loss = model.loss(b)
-            opt.zero_grad(set_to_none=True)
-            (loss / b.words.shape[0]).backward()
-            if c.clip:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), c.clip)
-            opt.step()
-
-    train_pass()  # warm-up
-    train_s = _best(train_pass, spec["repeat"], device)
-    n_train = sum(len(idx) for idx in batches)
     used = "fresh"
     if weights.exists():
         model.load_state_dict(torch.load(weights, weights_only=True))
-        used = str(weights.relative_to(ROOT))
+        used = str(weights.relative_to(PROJECT))
     model.eval()
     eval_batches = [
         make_batch(enc, idx).to(device)
@@ -122,8 +125,9 @@ def _bench(run: str, spec: dict, queue) -> None:
         "chars": c.chars,
         "threads": torch.get_num_threads(),
         "weights": used,
-        "train_sentences_timed": n_train,
-        "train_sentences_per_second": round(n_train / train_s, 1),
+        "train_steps": stats["steps"],
+        "train_seconds": stats["train_seconds"],
+        "train_sentences_per_second": stats["sentences_per_second"],
         "decode_sentences": len(train),
         "decode_batch": spec["batch"],
         "decode_sentences_per_second": round(len(train) / decode_s, 1),

@@ -55,7 +55,9 @@ ROOT = Path(__file__).resolve().parents[1]
 LOGS = Path(".dvc", "tmp", "firth-flow")
 
 
-def _env() -> dict[str, str]:
+def tool_env() -> dict[str, str]:
+    """The environment for dvc and git subprocesses: this interpreter's bin first
+    on PATH (the dvc of the venv running the flow)."""
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     return env
@@ -63,7 +65,7 @@ def _env() -> dict[str, str]:
 
 def dvc(args: list[str], repo: Path) -> str:
     proc = subprocess.run(
-        ["dvc", *args], cwd=repo, env=_env(), capture_output=True, text=True
+        ["dvc", *args], cwd=repo, env=tool_env(), capture_output=True, text=True
     )
     if proc.returncode != 0:
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
+# flows/ is on sys.path however a flow is loaded (python flows/<flow>.py, Prefect's
+# entrypoints, firth flows): its modules import each other by name
+from pipeline import ROOT, Schedule, Slot, dvc, run_graph
 from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
@@ -30,9 +32,6 @@ from prefect.logging import get_run_logger
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from firth import dag
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from pipeline import ROOT, Schedule, Slot, dvc, run_graph  # noqa: E402
 
 NODE = "FIRTH_NODE_REPO"  # a worker's own workspace (default: the flow's checkout)
 

@@ -22,21 +22,21 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+# flows/ is on sys.path however a flow is loaded (python flows/<flow>.py, Prefect's
+# entrypoints, firth flows): its modules import each other by name
+from pipeline import ROOT, dvc, patient_server, stage_order, tool_env
 from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.logging import get_run_logger
 from prefect.states import Completed, Failed
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from pipeline import ROOT, _env, dvc, patient_server, stage_order  # noqa: E402
-
-from firth import compare as cmp  # noqa: E402
+from firth import compare as cmp
 
 
 def git(args: list[str], repo: Path) -> str:
     proc = subprocess.run(
-        ["git", *args], cwd=repo, env=_env(), capture_output=True, text=True
+        ["git", *args], cwd=repo, env=tool_env(), capture_output=True, text=True
     )
     if proc.returncode != 0:
         raise RuntimeError(f"git {' '.join(args)} failed: {proc.stderr.strip()}")

@@ -4,9 +4,9 @@
   manifest of its command's script, and each manifest stage depends on exactly that
   script's import closure (firth.code_deps); with DVC, a change reruns exactly the
   stages whose script imports the changed file;
-- every module of the library and every stage imports in a fresh interpreter (no
-  import cycle hides behind an import order that happens to work);
-- no module of the library or a stage imports another module's private name.
+- every module of the library, every stage, flow and benchmark imports in a fresh
+  interpreter (no import cycle hides behind an import order that happens to work);
+- none of them imports another module's private name.
 """
 
 import ast
@@ -101,12 +101,19 @@ def test_closure_follows_relative_function_level_and_package_imports(tmp_path):
     assert "missing manifests/s.json" in line and "no stage code-s" in line
 
 
+# flows/ and benchmarks/ are folders of scripts, not packages: each imports its
+# siblings by name (its folder is on sys.path however it runs); "folder:module"
+SCRIPT_FOLDERS = ("flows", "benchmarks")
+
+
 def _modules() -> list[str]:
     names = []
     for path in sorted((ROOT / "src").rglob("*.py")):
         parts = path.relative_to(ROOT / "src").with_suffix("").parts
         names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
     names += [f"stages.{p.stem}" for p in sorted((ROOT / "stages").glob("[a-z]*.py"))]
+    for folder in SCRIPT_FOLDERS:
+        names += [f"{folder}:{p.stem}" for p in sorted((ROOT / folder).glob("*.py"))]
     return names
 
 
@@ -119,7 +126,7 @@ _FORKED_IMPORTS = textwrap.dedent(
     import importlib, os, sys, traceback
     sys.path.insert(0, {root!r})
     for heavy in ("torch", "numpy", "scipy.sparse", "pandas", "matplotlib.pyplot",
-                  "pydantic", "yaml", "tokenizers", "sacrebleu", "tqdm"):
+                  "pydantic", "yaml", "tokenizers", "sacrebleu", "tqdm", "prefect"):
         importlib.import_module(heavy)
     assert not any(m.split(".")[0] in ("firth", "stages") for m in sys.modules)
     failed, running = 0, 0
@@ -130,7 +137,10 @@ _FORKED_IMPORTS = textwrap.dedent(
         pid = os.fork()
         if pid == 0:
             try:
-                importlib.import_module(name)
+                folder, _, module = name.rpartition(":")
+                if folder:  # a script folder's module, its folder on sys.path
+                    sys.path.insert(0, os.path.join({root!r}, folder))
+                importlib.import_module(module)
             except BaseException:
                 print(f"{{name}}:", traceback.format_exc(limit=3), flush=True)
                 os._exit(1)
@@ -147,6 +157,7 @@ _FORKED_IMPORTS = textwrap.dedent(
 def test_every_module_imports_on_its_own():
     modules = _modules()
     assert "firth.nmt.config" in modules and "stages.train_lm" in modules
+    assert "flows:retrain" in modules and "benchmarks:nmt" in modules
     proc = subprocess.run(
         [sys.executable, "-c", _FORKED_IMPORTS.format(root=str(ROOT)), *modules],
         capture_output=True,
@@ -157,11 +168,17 @@ def test_every_module_imports_on_its_own():
 
 
 def test_no_module_imports_another_modules_private_names():
+    """Neither the library, a stage, a flow nor a benchmark imports a private name
+    from the project (firth, stages, or a sibling script)."""
+    siblings = {p.stem for f in SCRIPT_FOLDERS for p in (ROOT / f).glob("*.py")}
+    project = {"firth", "stages", *siblings}
+    paths = [*(ROOT / "src").rglob("*.py"), *(ROOT / "stages").glob("*.py")]
+    paths += [p for f in SCRIPT_FOLDERS for p in (ROOT / f).glob("*.py")]
     offenders = []
-    for path in [*(ROOT / "src").rglob("*.py"), *(ROOT / "stages").glob("*.py")]:
+    for path in paths:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
-                "firth"
+            if isinstance(node, ast.ImportFrom) and (
+                (node.module or "").split(".")[0] in project
             ):
                 private = [a.name for a in node.names if a.name.startswith("_")]
                 if private:
