@@ -18,26 +18,26 @@ from firth.accel import use_threads
 from firth.config import load_sections
 from firth.embeddings.config import Embeddings
 from firth.embeddings.methods import METHODS
-from firth.embeddings.stage import train
+from firth.embeddings.stage import EmbeddingTraining
 
 
 def body(args) -> None:
     path = stage_cli.params_path(args)
     cfg, _ = load_sections("embeddings", path, schema=Embeddings)
     use_threads(cfg.common.threads)
-    trained, ckpts = train(
+    job = EmbeddingTraining.load(
         cfg,
         args.method,
         args.seed,
         path,
-        src=args.text,
+        text=args.text,
         eval_dir=args.eval,
         checkpoints=args.checkpoints,
     )
+    trained = job.fit()
     curve = "loss.csv" if trained.curve else None
     trained.save(args.out, args.reports, ["epoch", "loss"], curve=curve)
-    for ckpt in ckpts:
-        ckpt.clear()
+    job.clear()
 
 
 def main(argv=None) -> None:

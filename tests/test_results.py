@@ -87,3 +87,24 @@ def test_every_schema_rule_judges_a_committed_metric():
         committed = any(fnmatch.fnmatchcase(p, glob) for p, _ in keys)
         if rule.why.startswith("firth.") and committed:  # NLI is not in the default
             assert any(rule.matches(p, k) for p, k in keys), rule.pattern
+
+
+def test_a_draft_checks_each_value_as_it_is_set():
+    """A trainer's record is typed from the start (firth.results.Draft): an unknown
+    key or a wrong type fails when it is set, before any training; a missing
+    field fails at build; a complete draft builds the record parse would."""
+    from firth.errors import DataError
+    from firth.results import Draft, Hardware
+
+    draft = Draft(Hardware, "train-x stats", device="cpu", precision="fp32")
+    with pytest.raises(DataError, match="a Hardware has no field 'devices'"):
+        draft.set(devices=2)
+    with pytest.raises(DataError, match="Hardware.threads: .*integer"):
+        draft.set(threads="two")
+    with pytest.raises(DataError, match="key 'compile'"):
+        draft.build()
+    draft.set(compile=False, threads=2)
+    assert draft.build() == Hardware(
+        device="cpu", precision="fp32", compile=False, threads=2
+    )
+    assert draft["threads"] == 2

@@ -158,6 +158,42 @@ def parse(obj: Any, schema: type[R] | Any, where: str | Path) -> R:
         ) from None
 
 
+class Draft:
+    """A result of the Record class ``schema`` filled in as its values become known
+    (a trainer sets its settings before training, its scores after): each value is
+    checked against its field when it is set, so an unknown key or a wrong type
+    fails at once, not after the training; ``build`` checks the whole record
+    (nothing missing) and returns it."""
+
+    def __init__(self, schema: type[Record], where: str, **values: Any):
+        self.schema, self.where = schema, where
+        self.values: dict[str, Any] = {}
+        self.set(**values)
+
+    def set(self, **values: Any) -> Draft:
+        fields = self.schema.model_fields
+        for key, value in values.items():
+            if key not in fields:
+                raise DataError(
+                    f"{self.where}: a {self.schema.__name__} has no field '{key}'"
+                )
+            try:
+                TypeAdapter(fields[key].annotation).validate_python(value)
+            except ValidationError as exc:
+                raise DataError(
+                    f"{self.where}: {self.schema.__name__}.{key}: "
+                    f"{exc.errors()[0]['msg']}"
+                ) from None
+            self.values[key] = value
+        return self
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[key]
+
+    def build(self) -> Any:
+        return parse(self.values, self.schema, self.where)
+
+
 def load(path: str | Path, schema: type[R] | Any) -> R:
     """The result file at ``path`` read through ``schema``."""
     return parse(read_json(path), schema, path)

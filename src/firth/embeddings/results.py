@@ -205,6 +205,14 @@ EmbeddingTrain = Annotated[
     SgnsTrain | SubwordTrain | GloveTrain | PpmiSvdTrain | GensimTrain,
     Field(discriminator="method"),
 ]
+# each method's own record (the union's members by their ``method``)
+TRAIN_OF = {
+    "sgns": SgnsTrain,
+    "subword": SubwordTrain,
+    "glove": GloveTrain,
+    "ppmi-svd": PpmiSvdTrain,
+    "gensim": GensimTrain,
+}
 
 
 class SectionAccuracy(Record):

@@ -20,10 +20,10 @@ from firth.embeddings.config import Embeddings, EvaluateEmbeddings
 from firth.embeddings.corpus import load_corpus
 from firth.embeddings.methods import READS, train_method, train_tuned
 from firth.embeddings.results import (
+    TRAIN_OF,
     EmbeddingDetail,
     EmbeddingEval,
     EmbeddingItems,
-    EmbeddingTrain,
     Scores,
 )
 from firth.embeddings.similarity import cosines, evaluate_pairs, read_pairs
@@ -32,7 +32,7 @@ from firth.embeddings.tuning import DEV, TEST, TUNED, half, halves
 from firth.embeddings.vectors import Embedding, load_word2vec, save_word2vec
 from firth.errors import ConfigError, DataError
 from firth.io import read_json, sha256_file, shown
-from firth.results import StageOutput, parse, peak_rss_mb
+from firth.results import Draft, StageOutput, parse, peak_rss_mb
 
 log = logging.getLogger(__name__)
 
@@ -82,94 +82,154 @@ def dev_halves(base: Path) -> dict[str, list]:
     return out
 
 
-def train(
-    cfg: Embeddings,
-    method: str,
-    seed: int,
-    where: Path,
-    *,
-    src: Path,
-    eval_dir: Path | None,
-    checkpoints: Path,
-) -> tuple[StageOutput, list[Checkpoint]]:
-    """``method`` trained with ``seed`` on the text ``src`` (SGNS and PPMI-SVD:
-    every setting of ``embeddings.tune``, the best on the dev halves of the
-    similarity sets in ``eval_dir`` kept; checkpoints in the folder
-    ``checkpoints``): its vectors folder, statistics and loss curve; clear the
-    checkpoints once written."""
-    check_seed(where, f"embeddings.seeds.{method}", seed, cfg.seeds[method])
-    corpus, sentences = load_corpus(
-        src,
-        min_count=cfg.common.min_count,
-        max_sentence_len=cfg.common.max_sentence_len,
-    )
-    data_hash = sha256_file(src)
-    log.info("training %s on %s", method, src)
-    ckpts: list[Checkpoint] = []
-    if method in TUNED:
+class EmbeddingTraining:
+    """One method and seed ready to train: its corpus read and, for the tuned
+    methods (SGNS, PPMI-SVD), the dev halves of the similarity sets (``load``
+    reads them; the constructor does no I/O)."""
 
-        def made(setting):
-            ckpts.append(checkpoint(checkpoints, cfg, method, seed, data_hash, setting))
-            return ckpts[-1]
-
-        if eval_dir is None:
+    def __init__(
+        self,
+        cfg: Embeddings,
+        method: str,
+        seed: int,
+        where: Path,
+        *,
+        corpus,
+        sentences,
+        dev: dict[str, list] | None,
+        corpus_path: str,
+        corpus_sha256: str,
+        checkpoints: Path,
+    ):
+        check_seed(where, f"embeddings.seeds.{method}", seed, cfg.seeds[method])
+        if method in TUNED and dev is None:
             raise ConfigError(f"{method} tunes on the similarity sets: pass --eval")
-        dev = dev_halves(eval_dir)
-        try:
-            out = train_tuned(method, corpus, cfg, seed=seed, dev=dev, checkpoints=made)
-        except ValueError as exc:
-            raise ConfigError(f"{where}: {exc}") from None
-    else:
-        ckpts.append(checkpoint(checkpoints, cfg, method, seed, data_hash))
-        out = train_method(
-            method, corpus, sentences, cfg, seed=seed, checkpoint=ckpts[0]
+        self.cfg, self.method, self.seed, self.where = cfg, method, seed, where
+        self.corpus, self.sentences, self.dev = corpus, sentences, dev
+        self.corpus_sha256, self.checkpoints = corpus_sha256, checkpoints
+        self.ckpts: list[Checkpoint] = []
+        self.settings = {
+            "method": method,
+            "seed": seed,
+            "embeddings": settings_of(cfg, method),
+            "corpus": corpus_path,
+            "corpus_sha256": corpus_sha256,
+        }
+        # the train.json record, typed from the start (firth.results.Draft)
+        self.stats = Draft(
+            TRAIN_OF[method],
+            f"train-embeddings-{method}@{seed} stats",
+            method=method,
+            seed=seed,
+            vocab=len(corpus.vocab),
+            corpus_tokens=corpus.vocab.total_tokens,
+            corpus_sha256=corpus_sha256,
         )
-    settings = {
-        "method": method,
-        "seed": seed,
-        "embeddings": settings_of(cfg, method),
-        "corpus": shown(src),
-        "corpus_sha256": data_hash,
-    }
 
-    def write(folder: Path) -> None:
-        save_word2vec(folder / "vectors.txt", out.embedding)
-        if (space := out.space) is not None:
-            blob = {
-                "table": out.table,
-                "words": space.words,
-                "used_buckets": torch.from_numpy(space.used_buckets),
-                "min_n": space.min_n,
-                "max_n": space.max_n,
-                "buckets": space.buckets,
-                "combine": space.combine,
+    @classmethod
+    def load(
+        cls,
+        cfg: Embeddings,
+        method: str,
+        seed: int,
+        where: Path,
+        *,
+        text: Path,
+        eval_dir: Path | None,
+        checkpoints: Path,
+    ) -> EmbeddingTraining:
+        """``method`` with ``seed`` on the text ``text`` (tuned methods: on the
+        dev halves of the similarity sets in ``eval_dir``), checkpointing into the
+        folder ``checkpoints``."""
+        check_seed(where, f"embeddings.seeds.{method}", seed, cfg.seeds[method])
+        corpus, sentences = load_corpus(
+            text,
+            min_count=cfg.common.min_count,
+            max_sentence_len=cfg.common.max_sentence_len,
+        )
+        tuned = method in TUNED and eval_dir is not None
+        return cls(
+            cfg,
+            method,
+            seed,
+            where,
+            corpus=corpus,
+            sentences=sentences,
+            dev=dev_halves(eval_dir) if tuned else None,
+            corpus_path=shown(text),
+            corpus_sha256=sha256_file(text),
+            checkpoints=checkpoints,
+        )
+
+    def clear(self) -> None:
+        for ckpt in self.ckpts:
+            ckpt.clear()
+
+    def fit(self) -> StageOutput:
+        """The vectors (SGNS and PPMI-SVD: every setting of ``embeddings.tune``,
+        the best on the dev halves kept), their statistics and loss curve; clear
+        once written."""
+        cfg, method, seed, corpus = self.cfg, self.method, self.seed, self.corpus
+        data_hash, settings = self.corpus_sha256, self.settings
+        log.info("training %s on %s", method, settings["corpus"])
+        if method in TUNED:
+
+            def made(setting):
+                self.ckpts.append(
+                    checkpoint(self.checkpoints, cfg, method, seed, data_hash, setting)
+                )
+                return self.ckpts[-1]
+
+            try:
+                out = train_tuned(
+                    method, corpus, cfg, seed=seed, dev=self.dev, checkpoints=made
+                )
+            except ValueError as exc:
+                raise ConfigError(f"{self.where}: {exc}") from None
+        else:
+            self.ckpts.append(
+                checkpoint(self.checkpoints, cfg, method, seed, data_hash)
+            )
+            out = train_method(
+                method, corpus, self.sentences, cfg, seed=seed, checkpoint=self.ckpts[0]
+            )
+
+        def write(folder: Path) -> None:
+            save_word2vec(folder / "vectors.txt", out.embedding)
+            if (space := out.space) is not None:
+                blob = {
+                    "table": out.table,
+                    "words": space.words,
+                    "used_buckets": torch.from_numpy(space.used_buckets),
+                    "min_n": space.min_n,
+                    "max_n": space.max_n,
+                    "buckets": space.buckets,
+                    "combine": space.combine,
+                }
+                torch.save(blob, folder / "subword.pt")
+            text = json.dumps(settings, indent=2) + "\n"
+            (folder / "config.json").write_text(text)
+
+        stats = self.stats.set(
+            **{
+                k: v
+                for k, v in out.stats.items()
+                if k != "config" and k not in self.stats.values
             }
-            torch.save(blob, folder / "subword.pt")
-        (folder / "config.json").write_text(json.dumps(settings, indent=2) + "\n")
-
-    stats = {k: v for k, v in out.stats.items() if k != "config"}
-    stats.update(
-        method=method,
-        seed=seed,
-        vocab=len(corpus.vocab),
-        corpus_tokens=corpus.vocab.total_tokens,
-        corpus_sha256=data_hash,
-        peak_rss_mb=peak_rss_mb(),
-        threads=torch.get_num_threads(),
-    )
-    log.info(
-        "%s/seed-%d: %.1f s, %.0f words/s, peak RSS %.0f MB",
-        method,
-        seed,
-        stats["seconds"],
-        stats["words_per_second"],
-        stats["peak_rss_mb"],
-    )
-    curve = [
-        {"epoch": i, "loss": loss} for i, loss in enumerate(out.loss_curve, start=1)
-    ]
-    record = parse(stats, EmbeddingTrain, "train-embeddings stats")
-    return StageOutput(write, record, curve), ckpts
+        )
+        stats.set(peak_rss_mb=peak_rss_mb(), threads=torch.get_num_threads())
+        log.info(
+            "%s/seed-%d: %.1f s, %.0f words/s, peak RSS %.0f MB",
+            method,
+            seed,
+            stats["seconds"],
+            stats["words_per_second"],
+            stats["peak_rss_mb"],
+        )
+        curve = [
+            {"epoch": i, "loss": loss} for i, loss in enumerate(out.loss_curve, start=1)
+        ]
+        return StageOutput(write, stats.build(), curve)
 
 
 def evaluate_method(

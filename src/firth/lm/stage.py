@@ -27,9 +27,9 @@ from firth.lm.gradient_flow import model_gradient_norms
 from firth.lm.lines import by_line, kn_by_line, score_targets
 from firth.lm.metrics import bits_per_char, characters, perplexity
 from firth.lm.models import build_model
-from firth.lm.results import LmDetail, LmEval, LmItems, LmTrain
+from firth.lm.results import KnTrain, LmDetail, LmEval, LmItems, NeuralTrain
 from firth.lm.train import sample, score, train
-from firth.results import StageOutput, parse, peak_rss_mb
+from firth.results import Draft, StageOutput, parse, peak_rss_mb
 from firth.training import check_kept
 
 log = logging.getLogger(__name__)
@@ -81,14 +81,18 @@ class LmTraining:
         }
         # neural runs only; keyed by the settings and the hardware in ``neural``
         self.checkpoint = checkpoint
-        self.stats: dict = {
-            "run": name,
-            "family": self.family,
-            "seed": self.run.seed,
-            "unit": c.unit,
-            "vocab": vocab.size,
-            "corpus_sha256": corpus_sha256,
-        }
+        # the train.json record, typed from the start (firth.results.Draft)
+        schema = KnTrain if self.family == "kn" else NeuralTrain
+        self.stats = Draft(
+            schema,
+            f"train-lm@{name} stats",
+            run=name,
+            family=self.family,
+            seed=self.run.seed,
+            unit=c.unit,
+            vocab=vocab.size,
+            corpus_sha256=corpus_sha256,
+        )
 
     @classmethod
     def load(
@@ -123,13 +127,13 @@ class LmTraining:
         )
 
     def _done(self, write, curve: list[dict]) -> StageOutput:
-        self.stats["peak_rss_mb"] = peak_rss_mb()
+        self.stats.set(peak_rss_mb=peak_rss_mb())
         log.info(
             "%s: best valid perplexity %.2f",
             self.name,
             self.stats["best_valid_perplexity"],
         )
-        stats = parse(self.stats, LmTrain, f"train-lm@{self.name} stats")
+        stats = self.stats.build()
         return StageOutput(write, stats, curve)
 
     def _write_common(self, folder: Path) -> None:
@@ -147,7 +151,7 @@ class LmTraining:
         t0 = time.perf_counter()
         lm = kneser_ney.build(sents, order=order)
         build_s = time.perf_counter() - t0
-        self.stats.update(
+        self.stats.set(
             order=order,
             train_tokens=sum(len(s) for s in sents),
             build_seconds=round(build_s, 2),
@@ -196,8 +200,8 @@ class LmTraining:
             model, valid_stream, batch=c.eval_batch, bptt=c.bptt, device=accel.device
         )
         best = result.stats["best_valid_loss"]
-        self.stats.update(result.stats)
-        self.stats.update(
+        self.stats.set(**result.stats)
+        self.stats.set(
             train_tokens=len(train_stream) - 1,
             parameters=sum(p.numel() for p in model.parameters()),
             **accel.describe(),

@@ -24,7 +24,7 @@ from firth.nli.data import Vocab, encode, load_splits, tokenize
 from firth.nli.models import build
 from firth.nli.results import NliEval, NliItems, NliTrain
 from firth.nli.train import accuracy, majority, predict, scores, train
-from firth.results import StageOutput, parse, peak_rss_mb
+from firth.results import Draft, StageOutput, parse, peak_rss_mb
 from firth.sources.nli import LABELS
 from firth.tagging.evaluate import spread
 
@@ -110,6 +110,20 @@ class NliTraining:
         }
         self.checkpoint_path = checkpoint
         self.checkpoint: Checkpoint | None = None  # keyed by the hardware in fit
+        # the train.json record, typed from the start (firth.results.Draft)
+        self.stats = Draft(
+            NliTrain,
+            f"train-nli@{run.name}-{seed} stats",
+            run=run.name,
+            data=run.data,
+            model=run.model,
+            seed=seed,
+            train_examples=len(splits["train"]),
+            valid_examples=len(splits["valid"]),
+            valid_from_train=carved,
+            vocab=len(self.vocab.words),
+            examples_sha256=examples_sha256,
+        )
 
     @classmethod
     def load(
@@ -138,7 +152,7 @@ class NliTraining:
         """The model trained on ``accel`` (one process: ``group`` is SINGLE): its
         folder, statistics and curve; clear once written."""
         run, seed, cfg, settings = self.run, self.seed, self.run.cfg, self.settings
-        vocab, enc, splits = self.vocab, self.enc, self.splits
+        vocab, enc = self.vocab, self.enc
         torch.manual_seed(seed)
         model = build(run.model, len(vocab.words), cfg)
         self.checkpoint = Checkpoint(
@@ -163,21 +177,14 @@ class NliTraining:
             text = json.dumps(settings, indent=2) + "\n"
             (folder / "config.json").write_text(text)
 
-        stats = {
-            **{k: settings[k] for k in ("run", "data", "model", "seed")},
+        self.stats.set(
             **result.stats,
-            "train_examples": len(splits["train"]),
-            "valid_examples": len(splits["valid"]),
-            "valid_from_train": settings["valid_from_train"],
-            "vocab": len(vocab.words),
-            "parameters": sum(p.numel() for p in model.parameters()),
+            parameters=sum(p.numel() for p in model.parameters()),
             **accel.describe(),
-            "threads": torch.get_num_threads(),
-            "examples_sha256": settings["examples_sha256"],
-            "peak_rss_mb": peak_rss_mb(),
-        }
-        record = parse(stats, NliTrain, f"train-nli@{run.name}-{seed} stats")
-        return StageOutput(write, record, result.history)
+            threads=torch.get_num_threads(),
+            peak_rss_mb=peak_rss_mb(),
+        )
+        return StageOutput(write, self.stats.build(), result.history)
 
 
 def evaluate(

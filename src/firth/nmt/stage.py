@@ -43,7 +43,7 @@ from firth.nmt.evaluate import (
 from firth.nmt.models import build_model
 from firth.nmt.results import NmtDetail, NmtEval, NmtItems, NmtTrain
 from firth.nmt.train import nll, pointer_statistics, train
-from firth.results import StageOutput, parse, peak_rss_mb
+from firth.results import Draft, StageOutput, parse, peak_rss_mb
 from firth.training import check_kept
 
 log = logging.getLogger(__name__)
@@ -129,6 +129,18 @@ class NmtTraining:
         }
         # keyed by the settings and the hardware once they are known (``fit``)
         self.checkpoint = checkpoint
+        # the train.json record, typed from the start (firth.results.Draft)
+        self.stats = Draft(
+            NmtTrain,
+            f"train-nmt@{name} stats",
+            run=name,
+            model=run.model,
+            seed=run.seed,
+            **run.model_dump(include=SWITCHES, exclude_defaults=True),
+            train_pairs=len(train_pairs),
+            vocab=tok.get_vocab_size(),
+            train_sha256=hashes["train"],
+        )
 
     @classmethod
     def load(
@@ -201,22 +213,15 @@ class NmtTraining:
             model, va.src, va.tgt, batch_tokens=c.batch_tokens, device=accel.device
         )
         check_kept(self.name, v_nll / v_tok, result.stats["best_valid_loss"])
-        stats = {
-            "run": self.name,
-            "model": run.model,
-            "seed": run.seed,
-            **run.model_dump(include=SWITCHES, exclude_defaults=True),
+        stats = self.stats.set(
             **result.stats,
-            "kept_weights_valid_loss": v_nll / v_tok,
-            "train_pairs": len(self.train_pairs),
-            "vocab": tok.get_vocab_size(),
-            "parameters": sum(p.numel() for p in model.parameters()),
+            kept_weights_valid_loss=v_nll / v_tok,
+            parameters=sum(p.numel() for p in model.parameters()),
             **accel.describe(),
-            "processes": group.world,
-            "threads": torch.get_num_threads(),
-            "train_sha256": self.settings["train_sha256"],
-            "peak_rss_mb": peak_rss_mb(),
-        }
+            processes=group.world,
+            threads=torch.get_num_threads(),
+            peak_rss_mb=peak_rss_mb(),
+        )
         log.info(
             "%s: best valid perplexity %.2f after %.1f training minutes",
             self.name,
@@ -229,8 +234,7 @@ class NmtTraining:
             settings = json.dumps(self.settings, indent=2)
             (folder / "config.json").write_text(settings + "\n")
 
-        record = parse(stats, NmtTrain, f"train-nmt@{self.name} stats")
-        return StageOutput(write, record, result.history)
+        return StageOutput(write, stats.build(), result.history)
 
 
 class Translator:

@@ -23,7 +23,7 @@ from firth.embeddings.config import Embeddings
 from firth.embeddings.vectors import Embedding, load_word2vec
 from firth.errors import ConfigError, DataError
 from firth.io import read_json, sha256_file, shown
-from firth.results import StageOutput, parse, peak_rss_mb
+from firth.results import Draft, StageOutput, parse, peak_rss_mb
 from firth.tagging.config import EvaluateTagger, Tagger, TaggerCommon
 from firth.tagging.data import Vocab, encode, norm, read_split
 from firth.tagging.evaluate import (
@@ -134,6 +134,22 @@ class CellTraining:
             **settings,
         }
         self.checkpoints = checkpoints
+        # the train.json record, typed from the start (firth.results.Draft)
+        self.stats = Draft(
+            TaggerTrain,
+            f"train-tagger@{run.name}-{seed} stats",
+            run=run.name,
+            data=run.data,
+            head=run.head,
+            seed=seed,
+            scheme="BIO" if self.bio else "tags",
+            valid_metric="entity F1" if self.bio else "token accuracy",
+            train_sentences=len(train_set),
+            vectors=run.cfg.vectors,
+            vectors_path=settings["vectors_path"],
+            vectors_words=len(vectors.words),
+            train_sha256=settings["train_sha256"],
+        )
 
     @classmethod
     def load(
@@ -221,7 +237,6 @@ class CellTraining:
     ) -> StageOutput:
         """Both models of the cell (on one process: ``group`` is SINGLE); clear
         once they are written."""
-        run, seed = self.run, self.seed
         vocabs, models, curve = {}, [], []
         for init in self.inits:
             vocabs[init], stats, rows = self.fit_one(init, accel, max_steps)
@@ -238,26 +253,14 @@ class CellTraining:
             settings = {**self.settings, "inits": self.inits}
             (folder / "config.json").write_text(json.dumps(settings, indent=2) + "\n")
 
-        stats = {
-            "run": run.name,
-            "data": run.data,
-            "head": run.head,
-            "seed": seed,
-            "scheme": "BIO" if self.bio else "tags",
-            "valid_metric": "entity F1" if self.bio else "token accuracy",
-            "train_sentences": len(self.train_set),
-            "tags": len(vocabs["random"].tags),
-            "vectors": self.settings["vectors"],
-            "vectors_path": self.settings["vectors_path"],
-            "vectors_words": len(self.vectors.words),
+        self.stats.set(
+            tags=len(vocabs["random"].tags),
             **accel.describe(),
-            "threads": torch.get_num_threads(),
-            "train_sha256": self.settings["train_sha256"],
-            "models": models,
-            "peak_rss_mb": peak_rss_mb(),
-        }
-        record = parse(stats, TaggerTrain, f"train-tagger@{run.name}-{seed} stats")
-        return StageOutput(write, record, curve)
+            threads=torch.get_num_threads(),
+            models=models,
+            peak_rss_mb=peak_rss_mb(),
+        )
+        return StageOutput(write, self.stats.build(), curve)
 
     def clear(self) -> None:
         for init in self.inits:
