@@ -464,23 +464,63 @@ def tag(
 
 @app.command()
 def serve(
-    host: Annotated[str, typer.Option(help="Bind address (local only by default).")] = (
-        "127.0.0.1"
-    ),
+    host: Annotated[
+        str,
+        typer.Option(
+            help="Bind address (local only by default; to share it, also name "
+            "the host clients use with --allow-host)."
+        ),
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port.")] = 8765,
     repo: Annotated[Path, typer.Option(help="The Firth checkout.")] = Path("."),
+    body_bytes: Annotated[
+        int, typer.Option(help="Largest request body (bytes; more: 413).")
+    ] = 65_536,
+    chars: Annotated[int, typer.Option(help="Most characters of text.")] = 4_000,
+    beam: Annotated[int, typer.Option(help="Widest beam a request may ask.")] = 16,
+    k: Annotated[int, typer.Option(help="Most neighbours or answers.")] = 100,
+    samples: Annotated[int, typer.Option(help="Most samples per prompt.")] = 10,
+    concurrent: Annotated[
+        int, typer.Option(help="Requests computing at once (the rest wait).")
+    ] = 2,
+    wait_seconds: Annotated[
+        float, typer.Option(help="How long a request waits for a slot (then 503).")
+    ] = 10.0,
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option(help="A Host name to answer besides 127.0.0.1 and localhost."),
+    ] = None,
 ) -> None:
     """A local page asking every trained model: translation with its attention
-    heatmap and copy shares, neighbours and analogies, samples, tagged text."""
+    heatmap and copy shares, neighbours and analogies, samples, tagged text.
+    Every request is bounded (the options; firth.query.web.Limits)."""
     import uvicorn
+    from pydantic import ValidationError
 
-    from firth.query.web import make_app
+    from firth.query.web import Limits, make_app
 
     if not (repo / "params.yaml").exists():
         typer.echo(f"error: {repo / 'params.yaml'}: not found", err=True)
         raise typer.Exit(2)
+    try:
+        limits = Limits(
+            body_bytes=body_bytes,
+            chars=chars,
+            beam=beam,
+            k=k,
+            samples=samples,
+            concurrent=concurrent,
+            wait_seconds=wait_seconds,
+            hosts=("127.0.0.1", "localhost", *(allow_host or [])),
+        )
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        typer.echo(
+            f"error: --{str(err['loc'][0]).replace('_', '-')}: {err['msg']}", err=True
+        )
+        raise typer.Exit(2) from None
     typer.echo(f"Firth: http://{host}:{port}/ (Ctrl-C stops it)")
-    uvicorn.run(make_app(repo), host=host, port=port, log_level="warning")
+    uvicorn.run(make_app(repo, limits), host=host, port=port, log_level="warning")
 
 
 flows_app = typer.Typer(help="Prefect flows: the pipeline and scheduled retraining.")

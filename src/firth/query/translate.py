@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from firth.config import load_section, load_sections
+from firth.errors import ConfigError
 from firth.query import NotTrained, stage_paths
 
 
@@ -51,6 +52,16 @@ def translate(
     translator = Translator(
         cfg, ev, name, run, pairs, model=paths["out"], tokenizer=paths["tokenizer"]
     )
+    if beam is not None and beam < 1:
+        raise ConfigError(f"beam: {beam}; a beam is at least 1 (1 is greedy)")
+    longest = longest_source(translator.model, cfg)
+    for j, i in enumerate(keep):
+        n = len(translator.test.src[j]) + 1  # and </s>
+        if longest is not None and n > longest:
+            raise ConfigError(
+                f"line {i + 1}: {n} pieces; the {name} model reads at most "
+                f"{longest} (its position table and the output length it allows)"
+            )
     ids, _ = translator.translate(ev.beam if beam is None else beam)
     oov = translator.test.oov
     for j, i in enumerate(keep):
@@ -60,6 +71,23 @@ def translate(
         if attention and run.pointer:
             rows[i]["copy"] = copy_shares(translator, ids, j)
     return rows
+
+
+def longest_source(model, cfg) -> int | None:
+    """The most source pieces a model with a position table can translate: its
+    table must hold the source and the longest output decoding allows
+    (``max_len_a`` x source + ``max_len_b``); None for a recurrent model."""
+    from firth.nmt.models.transformer import SinusoidalPositions
+
+    tables = [
+        m.pe.shape[0] for m in model.modules() if isinstance(m, SinusoidalPositions)
+    ]
+    if not tables:
+        return None
+    table, c = min(tables), cfg.common
+    if c.max_len_a <= 0:
+        return table
+    return min(table, int((table - c.max_len_b) / c.max_len_a))
 
 
 def copy_shares(translator, ids: list[list[int]], j: int) -> dict:

@@ -7,12 +7,16 @@ plain JavaScript calling its JSON endpoints."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
+from typing import Annotated
 
 import yaml
-from fastapi import FastAPI, HTTPException
-from fastapi.responses import HTMLResponse
-from pydantic import BaseModel
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.middleware.trustedhost import TrustedHostMiddleware
+from fastapi.responses import HTMLResponse, JSONResponse
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from firth.errors import FirthError
 from firth.query import stage_paths
@@ -20,35 +24,110 @@ from firth.query import stage_paths
 PAGE = Path(__file__).with_name("page.html")
 
 
-class TranslateIn(BaseModel):
-    run: str
-    text: str
-    beam: int | None = None
+class Limits(BaseModel):
+    """What one request may ask of `firth serve`, each a `firth serve` option:
+    the body's size, the characters of its text, the beam, k and samples it may
+    ask for, how many requests compute at once (the rest wait up to
+    ``wait_seconds``, then get 503), and the Host names it answers (any other
+    gets 400: a page elsewhere cannot reach the API by DNS rebinding)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    body_bytes: int = Field(65_536, ge=1_024)
+    chars: int = Field(4_000, ge=1)
+    beam: int = Field(16, ge=1)
+    k: int = Field(100, ge=1)
+    samples: int = Field(10, ge=1)
+    concurrent: int = Field(2, ge=1)
+    wait_seconds: float = Field(10.0, ge=0, allow_inf_nan=False)
+    hosts: tuple[str, ...] = ("127.0.0.1", "localhost")
 
 
-class WordsIn(BaseModel):
-    method: str
-    words: list[str]
-    k: int = 10
+def _text(value: str) -> str:
+    """A string that is valid Unicode (JSON can carry a lone surrogate such as
+    "\\ud800", which no model and no reply can encode)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"not valid Unicode at character {exc.start}") from None
+    return value
 
 
-class AnalogyIn(BaseModel):
-    method: str
-    a: str
-    b: str
-    c: str
-    k: int = 5
+Text = Annotated[str, AfterValidator(_text)]
+Name = Annotated[str, Field(min_length=1, max_length=100), AfterValidator(_text)]
 
 
-class GenerateIn(BaseModel):
-    run: str
-    prompt: str
-    samples: int = 3
+class _In(BaseModel):
+    model_config = ConfigDict(extra="forbid")
 
 
-class TagIn(BaseModel):
-    run: str
-    text: str
+class TranslateIn(_In):
+    run: Name
+    text: Text
+    beam: int | None = Field(None, ge=1)
+
+
+class WordsIn(_In):
+    method: Name
+    words: list[Annotated[str, Field(min_length=1, max_length=100)]] = Field(
+        max_length=100
+    )
+    k: int = Field(10, ge=1)
+
+
+class AnalogyIn(_In):
+    method: Name
+    a: Name
+    b: Name
+    c: Name
+    k: int = Field(5, ge=1)
+
+
+class GenerateIn(_In):
+    run: Name
+    prompt: Text
+    samples: int = Field(3, ge=1)
+
+
+class TagIn(_In):
+    run: Name
+    text: Text
+
+
+def check(limits: Limits, q: BaseModel) -> None:
+    """The request's values within ``limits`` (422 naming the field and the
+    allowed range otherwise)."""
+    bounds = {
+        "text": limits.chars,
+        "prompt": limits.chars,
+        "beam": limits.beam,
+        "k": limits.k,
+        "samples": limits.samples,
+    }
+    for field, most in bounds.items():
+        value = getattr(q, field, None)
+        if value is None:
+            continue
+        size = len(value) if isinstance(value, str) else value
+        if size > most:
+            what = "characters" if isinstance(value, str) else "at most"
+            raise HTTPException(
+                status_code=422,
+                detail=f"{field}: {size} is over this server's limit "
+                f"({what} {most}; `firth serve --{field_option(field)}`)",
+            )
+
+
+def field_option(field: str) -> str:
+    return "chars" if field in ("text", "prompt") else field
+
+
+def scrubbed(message: str, root: Path) -> str:
+    """``message`` without the server's absolute paths: the project folder as
+    ".", so a reply says which file without where the server keeps it."""
+    for where in {str(root.resolve()), str(root.absolute())}:
+        message = message.replace(where + "/", "").replace(where, ".")
+    return message
 
 
 def runs(root: Path) -> dict:
@@ -85,18 +164,75 @@ def runs(root: Path) -> dict:
     }
 
 
-def make_app(root: Path) -> FastAPI:
+def make_app(root: Path, limits: Limits | None = None) -> FastAPI:
+    """The page and its JSON API over the project ``root``, within ``limits``:
+    no /docs (nothing loads from elsewhere), no absolute path or traceback in
+    any reply."""
     from firth.query import embeddings, lm, tag, translate
 
     root = Path(root)
+    limits = limits or Limits()
     params = root / "params.yaml"
-    app = FastAPI(title="Firth: ask a trained model")
+    app = FastAPI(
+        title="Firth: ask a trained model",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(limits.hosts))
+    computing = asyncio.Semaphore(limits.concurrent)
 
-    def asked(fn):
+    @app.middleware("http")
+    async def bounded(request: Request, call_next):
+        """Refuse a body over ``limits.body_bytes`` (413) before reading it (a
+        POST must say its length: 411), and let ``limits.concurrent`` requests
+        compute at once (503 after waiting ``limits.wait_seconds``)."""
+        size = request.headers.get("content-length")
+        if request.method == "POST" and not (size or "").isdigit():
+            return JSONResponse(
+                {"detail": "a POST needs its Content-Length"}, status_code=411
+            )
+        if size is not None and size.isdigit() and int(size) > limits.body_bytes:
+            return JSONResponse(
+                {"detail": f"request body over {limits.body_bytes} bytes"},
+                status_code=413,
+            )
+        if request.method != "POST":
+            return await call_next(request)
+        try:
+            await asyncio.wait_for(computing.acquire(), limits.wait_seconds)
+        except TimeoutError:
+            return JSONResponse(
+                {"detail": f"busy: {limits.concurrent} requests computing"},
+                status_code=503,
+            )
+        try:
+            return await call_next(request)
+        finally:
+            computing.release()
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError):
+        err = exc.errors()[0]
+        where = ".".join(str(x) for x in err["loc"] if x != "body") or "body"
+        return JSONResponse({"detail": f"{where}: {err['msg']}"}, status_code=422)
+
+    @app.exception_handler(Exception)
+    async def failed(request: Request, exc: Exception):
+        # never a traceback or a server path in a reply (the log has them)
+        return JSONResponse(
+            {"detail": f"internal error ({type(exc).__name__})"}, status_code=500
+        )
+
+    def asked(fn, q: BaseModel | None = None):
+        if q is not None:
+            check(limits, q)
         try:
             return fn()
         except FirthError as exc:
-            raise HTTPException(status_code=400, detail=str(exc)) from None
+            raise HTTPException(
+                status_code=400, detail=scrubbed(str(exc), root)
+            ) from None
 
     @app.get("/", response_class=HTMLResponse)
     def page() -> str:
@@ -112,7 +248,8 @@ def make_app(root: Path) -> FastAPI:
         return asked(
             lambda: translate.translate(
                 root, params, q.run, lines, beam=q.beam, attention=True
-            )
+            ),
+            q,
         )
 
     def folder(method: str):
@@ -121,6 +258,7 @@ def make_app(root: Path) -> FastAPI:
 
     @app.post("/api/neighbours")
     def do_neighbours(q: WordsIn) -> list[dict]:
+        check(limits, q)
         where = folder(q.method)
         return asked(lambda: embeddings.neighbours(where, q.words, k=q.k))
 
@@ -128,6 +266,7 @@ def make_app(root: Path) -> FastAPI:
     def do_analogy(q: AnalogyIn) -> list:
         cfg = yaml.safe_load(params.read_text(encoding="utf-8"))
         restrict = int(cfg.get("evaluate_embeddings", {}).get("restrict", 0))
+        check(limits, q)
         where = folder(q.method)
         return asked(
             lambda: embeddings.analogy(where, q.a, q.b, q.c, k=q.k, restrict=restrict)
@@ -136,11 +275,12 @@ def make_app(root: Path) -> FastAPI:
     @app.post("/api/generate")
     def do_generate(q: GenerateIn) -> list[str]:
         return asked(
-            lambda: lm.generate(root, params, q.run, q.prompt, samples=q.samples)
+            lambda: lm.generate(root, params, q.run, q.prompt, samples=q.samples), q
         )
 
     @app.post("/api/tag")
     def do_tag(q: TagIn) -> list[dict]:
+        check(limits, q)
         sentences = tag.read_input(q.text)
         tags, bio = asked(lambda: tag.tag(root, params, q.run, sentences))
         return [
