@@ -272,13 +272,50 @@ METHODS_HELP = "sgns, subword, ppmi-svd, glove or gensim"
 
 
 def _params(repo: Path) -> dict:
-    import yaml
+    """params.yaml as a mapping; a missing or unreadable file is one line."""
+    from firth.config import read_params
 
     path = repo / "params.yaml"
     if not path.exists():
         typer.echo(f"error: {path}: not found (is --repo a Firth checkout?)", err=True)
         raise typer.Exit(2)
-    return yaml.safe_load(path.read_text(encoding="utf-8"))
+    return _asked(lambda: read_params(path))
+
+
+def _text(data: bytes, where: str, what: str) -> list[str]:
+    """``data`` as lines of strict UTF-8 text, with at least one that is not
+    blank; otherwise one line naming ``where`` and exit 2."""
+    if b"\x00" in data:
+        typer.echo(f"error: {where}: binary data, not text", err=True)
+        raise typer.Exit(2)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        typer.echo(
+            f"error: {where}: not UTF-8 at byte {exc.start} "
+            f"({data[exc.start : exc.start + 1]!r})",
+            err=True,
+        )
+        raise typer.Exit(2) from None
+    lines = text.splitlines()
+    if not any(line.strip() for line in lines):
+        typer.echo(f"error: {where}: no text to {what}", err=True)
+        raise typer.Exit(2)
+    return lines
+
+
+def _stdin(what: str) -> list[str]:
+    import sys
+
+    return _text(sys.stdin.buffer.read(), "stdin", what)
+
+
+def _positive_finite(value: float | None) -> float | None:
+    import math
+
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise typer.BadParameter(f"{value} is not a positive finite number")
+    return value
 
 
 def _asked(fn):
@@ -295,7 +332,7 @@ def _asked(fn):
 def neighbours(
     method: Annotated[str, typer.Argument(help=METHODS_HELP)],
     words: Annotated[list[str], typer.Argument(help="One or more words.")],
-    k: Annotated[int, typer.Option("-k", help="Neighbours per word.")] = 10,
+    k: Annotated[int, typer.Option("-k", min=1, help="Neighbours per word.")] = 10,
     seed: Annotated[int | None, typer.Option(help="Default: the first seed.")] = None,
     repo: Annotated[Path, typer.Option(help="The Firth checkout.")] = Path("."),
 ) -> None:
@@ -321,7 +358,7 @@ def analogy(
     a: Annotated[str, typer.Argument(help="a in a : b :: c : ?")],
     b: Annotated[str, typer.Argument()],
     c: Annotated[str, typer.Argument()],
-    k: Annotated[int, typer.Option("-k", help="Answers to list.")] = 5,
+    k: Annotated[int, typer.Option("-k", min=1, help="Answers to list.")] = 5,
     seed: Annotated[int | None, typer.Option(help="Default: the first seed.")] = None,
     repo: Annotated[Path, typer.Option(help="The Firth checkout.")] = Path("."),
 ) -> None:
@@ -342,7 +379,7 @@ def analogy(
 def translate(
     run: Annotated[str, typer.Argument(help="A run of nmt.runs, e.g. bahdanau.")],
     beam: Annotated[
-        int | None, typer.Option(help="Beam size (default evaluate_nmt.beam).")
+        int | None, typer.Option(min=1, help="Beam size (default evaluate_nmt.beam).")
     ] = None,
     greedy: Annotated[bool, typer.Option(help="Greedy decoding (beam 1).")] = False,
     attention: Annotated[
@@ -352,11 +389,10 @@ def translate(
     repo: Annotated[Path, typer.Option(help="The Firth checkout.")] = Path("."),
 ) -> None:
     """Translate stdin, one sentence per line, to stdout with a trained run."""
-    import sys
 
     from firth.query.translate import translate as run_translate
 
-    lines = sys.stdin.read().splitlines()
+    lines = _stdin("translate")
     rows = _asked(
         lambda: run_translate(
             repo,
@@ -382,12 +418,16 @@ def translate(
 def generate(
     run: Annotated[str, typer.Argument(help="A run of lm.runs, e.g. lstm.")],
     prompt: Annotated[str, typer.Option(help="The text to continue.")] = "",
-    samples: Annotated[int, typer.Option(help="How many continuations.")] = 3,
+    samples: Annotated[int, typer.Option(min=1, help="How many continuations.")] = 3,
     tokens: Annotated[
-        int | None, typer.Option(help="Tokens each (default evaluate_lm's).")
+        int | None, typer.Option(min=1, help="Tokens each (default evaluate_lm's).")
     ] = None,
     temperature: Annotated[
-        float | None, typer.Option(help="Default evaluate_lm.temperature.")
+        float | None,
+        typer.Option(
+            callback=_positive_finite,
+            help="Above 0 (default evaluate_lm.temperature).",
+        ),
     ] = None,
     repo: Annotated[Path, typer.Option(help="The Firth checkout.")] = Path("."),
 ) -> None:
@@ -422,7 +462,7 @@ def score(
     if not file.is_file():
         typer.echo(f"error: {file}: not found", err=True)
         raise typer.Exit(2)
-    lines = file.read_text(encoding="utf-8", errors="strict").splitlines()
+    lines = _text(file.read_bytes(), str(file), "score")
     out = _asked(lambda: run_score(repo, repo / "params.yaml", run, lines))
     typer.echo(
         f"{file}: perplexity {out['perplexity']:.2f}, "
@@ -442,12 +482,11 @@ def tag(
 ) -> None:
     """Tag stdin (CoNLL, or plain text one sentence per line) with a trained
     tagger; CoNLL out (token, tag), and the entity spans of BIO tags."""
-    import sys
 
     from firth.query.tag import read_input, spans
     from firth.query.tag import tag as run_tag
 
-    sentences = read_input(sys.stdin.read())
+    sentences = read_input("\n".join(_stdin("tag")))
     tags, bio = _asked(
         lambda: run_tag(
             repo, repo / "params.yaml", run, sentences, seed=seed, init=init
