@@ -43,7 +43,7 @@ def body(args) -> None:
 def main(argv=None) -> None:
     p = stage_cli.parser(__doc__)
     p.add_argument("kind", choices=list(KINDS))
-    stage_cli.path(p, "test", "the evaluation set (nli: the examples file)")
+    stage_cli.path(p, "test", "the evaluation set (nli: the fetched source's folder)")
     stage_cli.path(p, "train", "the training set to check it against", required=False)
     stage_cli.path(p, "text", "tagged: the word vectors' training text", required=False)
     stage_cli.path(p, "out", "the folder of flags.tsv to write")

@@ -20,7 +20,7 @@ def body(args) -> None:
     use_threads(run.cfg.threads)
     ev, _ = load_sections("evaluate_nli", run.params, schema=EvaluateNli)
     result, items = evaluate(
-        run, ev, examples=args.examples, models_dir=args.models, flags=args.flags
+        run, ev, source=args.source, models_dir=args.models, flags=args.flags
     )
     save(args.reports / "eval.json", result)
     save_items(args.reports / "items.json.gz", items)
@@ -30,7 +30,7 @@ def main(argv=None) -> None:
     p = stage_cli.parser(__doc__)
     p.add_argument("data", help="a name in nli.data (a source under sources.nli)")
     p.add_argument("model", help="a model in nli.models: pair | hypothesis")
-    stage_cli.path(p, "examples", "the source's examples (JSON lines)")
+    stage_cli.path(p, "source", "the fetched NLI source's folder (examples.jsonl)")
     stage_cli.path(p, "models", "the run's folder of seed-<seed> models")
     stage_cli.path(p, "flags", "the NLI audit's flags.tsv")
     stage_cli.path(p, "reports", "the folder of eval.json and items")

@@ -8,7 +8,7 @@ from firth.config import load_sections, load_sources
 from firth.errors import ConfigError
 from firth.io import atomic_path, write_json
 from firth.prepare.parallel import prepare_parallel
-from firth.sources.fetch import checked_raw
+from firth.sources.provenance import checked_raw
 
 
 def body(args) -> None:

@@ -9,7 +9,7 @@ from firth.errors import ConfigError
 from firth.io import atomic_path, write_json
 from firth.prepare.tagged import prepare_tagged
 from firth.sources.checks import check_mostly_bio
-from firth.sources.fetch import checked_raw
+from firth.sources.provenance import checked_raw
 
 
 def body(args) -> None:

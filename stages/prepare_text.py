@@ -6,7 +6,7 @@ from firth import stage_cli
 from firth.config import load_sections, load_sources
 from firth.io import atomic_path, write_json
 from firth.prepare.text import prepare_text
-from firth.sources.fetch import checked_raw
+from firth.sources.provenance import checked_raw
 
 
 def body(args) -> None:

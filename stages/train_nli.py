@@ -24,7 +24,7 @@ def body(args) -> None:
     run = setup(stage_cli.params_path(args), args.data, args.model)
     use_threads(run.cfg.threads)
     job = NliTraining.load(
-        run, args.seed, examples=args.examples, checkpoint=args.checkpoint
+        run, args.seed, source=args.source, checkpoint=args.checkpoint
     )
     distributed.train_stage(
         args,
@@ -42,7 +42,7 @@ def main(argv=None) -> None:
     p.add_argument("data", help="a name in nli.data (a source under sources.nli)")
     p.add_argument("model", help="a model in nli.models: pair | hypothesis")
     p.add_argument("seed", type=int, help="a seed in nli.seeds")
-    stage_cli.path(p, "examples", "the source's examples (JSON lines)")
+    stage_cli.path(p, "source", "the fetched NLI source's folder (examples.jsonl)")
     stage_cli.path(p, "out", "the seed's model folder to write")
     stage_cli.path(p, "reports", "the folder of train.json and curve.csv")
     stage_cli.path(p, "checkpoint", "checkpoint file, outside DVC's outputs")

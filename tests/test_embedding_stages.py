@@ -12,6 +12,7 @@ from gensim.models import KeyedVectors
 from gensim.test.utils import datapath
 
 from firth.embeddings.results import EmbeddingEval, EmbeddingTrain
+from firth.io import sha256_file
 from firth.results import load
 
 METHODS = ["sgns", "subword", "ppmi-svd", "glove", "gensim"]
@@ -38,6 +39,7 @@ def project(tmp_path_factory):
         folder.mkdir(parents=True)
         shutil.copy(datapath(src), folder / dst)
         record = {"format": fmt, "name": name, "kind": "package", "license": "test"}
+        record["files"] = {dst: sha256_file(folder / dst)}  # as a fetch records
         (folder / "SOURCE.json").write_text(json.dumps(record))
     for m in METHODS:
         for seed in params["embeddings"]["seeds"][m]:  # sgns: 13, 14
@@ -204,6 +206,25 @@ def test_unknown_params_key_is_named(tmp_path, capsys):
     with pytest.raises(SystemExit):
         run_stage(tmp_path, "train-embeddings-sgns@13", args=["sgns", "99"])
     assert "key 'embeddings.seeds.sgns' has no seed 99" in capsys.readouterr().err
+
+
+def test_a_changed_evaluation_set_is_refused(project, tmp_path, capsys):
+    """evaluate-embeddings checks each set against the sha256 its fetch recorded:
+    a gold score edited after the fetch stops the stage (exit 2, one line naming
+    the file), it is never scored against."""
+    root = tmp_path / "edited"
+    shutil.copytree(project, root, ignore=shutil.ignore_patterns("reports"))
+    pairs = root / "data/raw/eval/wordsim353/pairs.tsv"
+    lines = pairs.read_text().splitlines()
+    word1, word2, gold = lines[5].split("\t")[:3]
+    lines[5] = "\t".join([word1, word2, "9.99"])
+    pairs.write_text("\n".join(lines) + "\n")
+    with pytest.raises(SystemExit) as exc:
+        run_stage(root, "evaluate-embeddings@sgns")
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "wordsim353/pairs.tsv: has sha256" in err and "fetch it again" in err
+    assert not (root / "reports/embeddings/sgns/eval.json").exists()
 
 
 def test_killed_stage_resumes_from_its_checkpoint(project, tmp_path, monkeypatch):

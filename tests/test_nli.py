@@ -398,3 +398,18 @@ def test_report_cards_settings_and_tasks_not_run(project):
     run_stage(project, "report")
     md = (project / "reports" / "index.md").read_text()
     assert "## Language models\n\nNot run: `lm.runs` is empty in params.yaml" in md
+
+
+def test_raw_examples_changed_after_the_fetch_are_refused(project, tmp_path, capsys):
+    """The NLI stages check data/raw/nli/<data> against its fetch's sha256 before
+    reading it (a flipped label is never trained or scored on)."""
+    root = tmp_path / "edited"
+    shutil.copytree(project, root, ignore=shutil.ignore_patterns("reports"))
+    shutil.rmtree(root / "data" / "nli")
+    path = root / "data" / "raw" / "nli" / "toy" / "examples.jsonl"
+    path.write_text(path.read_text().replace('"entailment"', '"neutral"', 1))
+    for stage in ("audit-nli@toy", "train-nli@toy-pair-13"):
+        with pytest.raises(SystemExit):
+            run_stage(root, stage)
+        err = capsys.readouterr().err
+        assert "examples.jsonl: has sha256" in err and "fetch it again" in err

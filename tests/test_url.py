@@ -18,12 +18,19 @@ PAYLOAD = b"anarchism originated as a term of abuse\n" * 2000
 
 class Handler(http.server.BaseHTTPRequestHandler):
     files: dict[str, bytes] = {}
+    redirects: dict[str, str] = {}  # path -> Location of a 302
     truncate_next = 0  # send only this many bytes of the next response, then close
 
     def log_message(self, *args):
         pass
 
     def do_GET(self):
+        if self.path in self.redirects:
+            self.send_response(302)
+            self.send_header("Location", self.redirects[self.path])
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         body = self.files.get(self.path)
         if body is None:
             self.send_error(404)
@@ -52,7 +59,7 @@ def server():
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
-    Handler.files = {}
+    Handler.files, Handler.redirects = {}, {}
     yield f"http://127.0.0.1:{httpd.server_address[1]}"
     httpd.shutdown()
 
@@ -172,3 +179,27 @@ def test_only_http_urls_are_fetched(address, tmp_path):
         url.download(address, tmp_path)
     assert "\n" not in str(err.value)
     assert not any(tmp_path.iterdir())  # nothing was tried, nothing written
+
+
+def test_redirects_are_followed_only_to_http_and_only_so_far(server, tmp_path):
+    """A redirect to another http(s) URL is followed; one to ftp:// (or file://)
+    is refused at whatever hop it comes, before anything is fetched from there;
+    a redirect loop stops after a bounded number of hops."""
+    Handler.files["/data.txt"] = PAYLOAD
+    Handler.redirects["/moved"] = f"{server}/data.txt"
+    path, digest = url.download(f"{server}/moved", tmp_path)
+    assert path.read_bytes() == PAYLOAD and digest == sha(PAYLOAD)
+    Handler.redirects["/to-ftp"] = "ftp://127.0.0.1:2121/data.txt"
+    Handler.redirects["/hop"] = f"{server}/to-ftp"
+    for start in ("/to-ftp", "/hop"):
+        with pytest.raises(DataError, match="only http:// and https:// redirects"):
+            url.download(f"{server}{start}", tmp_path / start.strip("/"))
+    Handler.redirects["/loop"] = f"{server}/loop"
+    with pytest.raises(DataError, match="HTTP 302"):
+        url.download(f"{server}/loop", tmp_path / "loop")
+
+
+def test_a_url_naming_a_folder_is_an_http_error_not_a_crash(server, tmp_path):
+    with pytest.raises(DataError, match="HTTP 404"):
+        url.download(f"{server}/corpus/..", tmp_path)
+    assert url.cache_path(f"{server}/a/..", tmp_path).name == "download"

@@ -18,6 +18,7 @@ from firth.io import sha256_file, shown
 from firth.nmt.data import read_pairs
 from firth.sources.formats import read_conll
 from firth.sources.nli import read_examples
+from firth.sources.provenance import checked_raw
 
 log = logging.getLogger(__name__)
 TESTS = ("ngram", "exact", "near")
@@ -76,11 +77,14 @@ def audit_text(cfg: AuditParams, *, test: Path, train: Path, **_):
 
 
 def audit_nli(cfg: AuditParams, *, test: Path, **_):
-    """The test pairs of one NLI examples file against its other splits."""
+    """The test pairs of one fetched NLI source (``test``: its folder) against
+    its other splits."""
     _need("nli", test=test)
-    splits = read_examples(test)
+    checked_raw(test)  # as its fetch recorded it
+    examples = test / "examples.jsonl"
+    splits = read_examples(examples)
     if not splits.get("test"):
-        raise DataError(f"{test}: no test examples to audit")
+        raise DataError(f"{examples}: no test examples to audit")
     texts = [f"{r['premise']} {r['hypothesis']}" for r in splits["test"]]
     train = [
         f"{r['premise']} {r['hypothesis']}"
@@ -92,8 +96,8 @@ def audit_nli(cfg: AuditParams, *, test: Path, **_):
         ids=_numbered(texts),
         shown=texts,
         checks={"train": audit_texts(texts, train, cfg)},
-        against={"train": f"{shown(test)} (every pair outside the test split)"},
-        hashed=[test],
+        against={"train": f"{shown(examples)} (every pair outside the test split)"},
+        hashed=[examples],
     )
 
 

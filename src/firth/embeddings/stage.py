@@ -33,6 +33,7 @@ from firth.embeddings.vectors import Embedding, load_word2vec, save_word2vec
 from firth.errors import ConfigError, DataError
 from firth.io import read_json, sha256_file, shown
 from firth.results import Draft, StageOutput, parse, peak_rss_mb
+from firth.sources.provenance import checked_raw
 
 log = logging.getLogger(__name__)
 
@@ -74,10 +75,11 @@ def checkpoint(
 
 def dev_halves(base: Path) -> dict[str, list]:
     """The dev half of every similarity set fetched into ``base``
-    (firth.embeddings.tuning)."""
+    (firth.embeddings.tuning), each checked against its fetch's sha256 first."""
     out = {}
     for src in sorted(base.glob("*/SOURCE.json")):
         if read_json(src).get("format") == "similarity":
+            checked_raw(src.parent)
             out[src.parent.name] = halves(read_pairs(src.parent / "pairs.tsv"))[DEV]
     return out
 
@@ -293,11 +295,13 @@ def _merge_items(items: dict, per_item: dict, seed: str, method: str) -> None:
 
 
 def eval_sets(base: Path) -> list[tuple[str, str, Path]]:
-    """(name, format, folder) of every evaluation set fetched into ``base``."""
+    """(name, format, folder) of every evaluation set fetched into ``base``, each
+    checked against its fetch's sha256 (a changed gold score is never used)."""
     out = []
     for src in sorted(base.glob("*/SOURCE.json")):
         fmt = read_json(src).get("format")
         if fmt in ("analogy", "similarity"):
+            checked_raw(src.parent)
             out.append((src.parent.name, fmt, src.parent))
     if not out:
         raise DataError(f"{base}: no analogy or similarity sets; run fetch-eval")

@@ -101,14 +101,18 @@ def batch(data: Encoded, idx: list[int]) -> dict[str, torch.Tensor]:
     }
 
 
-def load_splits(path, cfg, seed: int) -> tuple[dict[str, list[dict]], bool]:
-    """train / valid / test examples of a fetched NLI source (its examples.jsonl,
-    ``path``), and whether valid was carved out of train (``nli.valid_fraction``)."""
+def load_splits(folder, cfg, seed: int) -> tuple[dict[str, list[dict]], bool]:
+    """train / valid / test examples of a fetched NLI source (the ``folder`` of its
+    examples.jsonl, checked against its fetch's sha256 first), and whether valid
+    was carved out of train (``nli.valid_fraction``)."""
     from firth.errors import DataError
     from firth.sources.nli import read_examples
+    from firth.sources.provenance import checked_raw
 
+    path = folder / "examples.jsonl"
     if not path.exists():
         raise DataError(f"{path}: not found (run the fetch-nli stage first)")
+    checked_raw(folder)  # as its fetch recorded it
     splits = read_examples(path)
     for need in ("train", "test"):
         if not splits.get(need):

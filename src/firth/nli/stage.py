@@ -127,18 +127,18 @@ class NliTraining:
 
     @classmethod
     def load(
-        cls, run: NliRun, seed: int, *, examples: Path, checkpoint: Path
+        cls, run: NliRun, seed: int, *, source: Path, checkpoint: Path
     ) -> NliTraining:
-        """The seed on the source's ``examples`` file, checkpointing to
-        ``checkpoint``."""
+        """The seed on the fetched source in the folder ``source``, checkpointing
+        to ``checkpoint``."""
         check_seed(run.params, "nli.seeds", seed, run.cfg.seeds)
-        splits, carved = load_splits(examples, run.cfg, run.seed0)
+        splits, carved = load_splits(source, run.cfg, run.seed0)
         return cls(
             run,
             seed,
             splits=splits,
             carved=carved,
-            examples_sha256=sha256_file(examples),
+            examples_sha256=sha256_file(source / "examples.jsonl"),
             checkpoint=checkpoint,
         )
 
@@ -188,14 +188,14 @@ class NliTraining:
 
 
 def evaluate(
-    run: NliRun, ev: EvaluateNli, *, examples: Path, models_dir: Path, flags: Path
+    run: NliRun, ev: EvaluateNli, *, source: Path, models_dir: Path, flags: Path
 ) -> tuple[NliEval, NliItems]:
     """Every seed of the run (the seed folders under ``models_dir``) on the test
-    split of ``examples``, with the majority baseline, the contamination split
+    split of the fetched ``source``, with the majority baseline, the contamination split
     (the audit's ``flags``) and the first seed's misclassified examples; and each
     seed's right or wrong answer per test example (for the verdicts)."""
     cfg = run.cfg
-    splits, _ = load_splits(examples, cfg, run.seed0)
+    splits, _ = load_splits(source, cfg, run.seed0)
     test = splits["test"]
     gold = [LABELS.index(r["label"]) for r in test]
     dirty = read_flags(flags, [str(i) for i in range(len(test))])

@@ -1,6 +1,7 @@
 """HTTP(S) downloads with resume, size and sha256 checks, and safe extraction.
 
-Only http(s) URLs are fetched. Each URL has its own cache folder (keyed by the whole
+Only http(s) URLs are fetched, and redirects are followed only to http(s), at most
+MAX_REDIRECTS of them. Each URL has its own cache folder (keyed by the whole
 URL), where a partial download is kept as ``<file>.part`` and resumed with an HTTP
 Range request. A download shorter than the server's Content-Length is reported
 as truncated and never used; a file whose sha256 differs from the pinned (or first
@@ -30,9 +31,33 @@ log = logging.getLogger(__name__)
 CHUNK = 1 << 16
 
 
+MAX_REDIRECTS = 5
+
+
 def _filename(url: str) -> str:
+    """The file name a URL's path ends in ("download" where it names none, or a
+    folder: "", ".", "..")."""
     name = PurePosixPath(urllib.request.urlparse(url).path).name
-    return name or "download"
+    return name if name not in ("", ".", "..") else "download"
+
+
+class _HttpRedirects(urllib.request.HTTPRedirectHandler):
+    """Redirects followed only to http(s) URLs, at most MAX_REDIRECTS of them (a
+    redirect to ftp:// or file:// is refused, whatever hop it comes at)."""
+
+    max_redirections = MAX_REDIRECTS
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        scheme = urllib.request.urlparse(newurl).scheme.lower()
+        if scheme not in ("http", "https"):
+            raise DataError(
+                f"{req.full_url}: redirected ({code}) to {newurl}: only http:// and "
+                "https:// redirects are followed"
+            )
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+_OPENER = urllib.request.build_opener(_HttpRedirects)
 
 
 def cache_path(url: str, cache_dir: Path) -> Path:
@@ -79,7 +104,7 @@ def download(
     if offset:
         request.add_header("Range", f"bytes={offset}-")
     try:
-        response = urllib.request.urlopen(request, timeout=timeout)
+        response = _OPENER.open(request, timeout=timeout)
     except urllib.error.HTTPError as exc:
         if exc.code == 416 and offset:  # range past the end: start again
             part.unlink()
