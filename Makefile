@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 STAMP := $(VENV)/.installed
 
-.PHONY: run run-full test test-fast setup lint flow browser bench bench-embeddings bench-lm bench-nmt bench-tagger bench-audit bench-dag bench-query bench-determinism clean-venv
+.PHONY: run run-full test test-fast setup lint flow browser bench bench-embeddings bench-lm bench-nmt bench-tagger bench-audit bench-dag bench-query bench-serve bench-determinism clean-venv
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -105,6 +105,11 @@ bench-tagger: $(STAMP)
 # make run): translate and tag sentences/s, score tokens/s, neighbours words/s.
 bench-query: $(STAMP)
 	$(BIN)/python benchmarks/query.py
+
+# `firth serve` under a bounded load (20 clients x 10 requests and an oversized body,
+# ~2 min on 2 cores) over the models `make run` trained here.
+bench-serve: $(STAMP)
+	$(BIN)/python benchmarks/serve.py
 
 # The DAG in parallel: `--jobs 2` against a serial run in fresh clones (~55 min on 2
 # cores), then the simulated makespans on 1-16 workers (benchmarks/dag.py).
