@@ -142,3 +142,23 @@ def test_bio_spans_match_seqeval():
         ["plain", "text", "here"],
         ["and", "more"],
     ]
+
+
+def test_a_loaded_model_is_kept_until_its_files_change(tmp_path):
+    """firth.query.loaded: `firth serve` reads a run's model once; a file of it
+    rewritten (a retrained run) is read again."""
+    from firth.query import loaded
+
+    f = tmp_path / "model.pt"
+    f.write_bytes(b"1")
+    made = []
+
+    def make():
+        made.append(f.read_bytes())
+        return len(made)
+
+    key = ("test", str(f))
+    assert loaded(key, [f], make) == 1
+    assert loaded(key, [f], make) == 1 and made == [b"1"]
+    f.write_bytes(b"22")
+    assert loaded(key, [f], make) == 2 and made == [b"1", b"22"]

@@ -2,6 +2,8 @@
 `firth analogy` (and the local page). Each finds its run's DVC outputs by name and
 says which `dvc repro` target to run when they are not there yet."""
 
+import threading
+
 from firth.errors import FirthError
 
 
@@ -61,3 +63,28 @@ def stage_paths(root, stage: str) -> dict:
         for flag, value in zip(words, words[1:], strict=False)
         if flag.startswith("--") and flag != "--params"
     }
+
+
+_LOADED: dict = {}  # key -> (stamp, value): models a server keeps between requests
+_LOADING = threading.Lock()
+
+
+def loaded(key: tuple, files: list, make):
+    """``make()``'s value for ``key``, kept while ``files`` (the model's files on
+    disk) keep their size and mtime: `firth serve` loads a run's model once, not
+    on every request, and a retrained run is loaded again. Loading is serialised
+    (one model read at a time); the value is shared, so its user must not change
+    it while another request may use it."""
+    import os
+
+    stamp = tuple(
+        (os.stat(f).st_mtime_ns, os.stat(f).st_size) if os.path.exists(f) else None
+        for f in files
+    )
+    with _LOADING:
+        hit = _LOADED.get(key)
+        if hit is not None and hit[0] == stamp:
+            return hit[1]
+        value = make()
+        _LOADED[key] = (stamp, value)
+        return value

@@ -16,7 +16,7 @@ import numpy as np
 
 from firth.embeddings.vectors import Embedding, load_word2vec
 from firth.errors import ConfigError, DataError
-from firth.query import NotTrained, stage_paths
+from firth.query import NotTrained, loaded, stage_paths
 
 
 def vectors_folder(root: Path, params: dict, method: str, seed: int | None) -> Path:
@@ -57,10 +57,15 @@ def _vector(emb: Embedding, folder: Path, word: str) -> np.ndarray | None:
     return None
 
 
+def _vectors(folder: Path) -> Embedding:
+    path = folder / "vectors.txt"
+    return loaded(("vectors", str(path.resolve())), [path], lambda: load_word2vec(path))
+
+
 def neighbours(folder: Path, words: list[str], *, k: int) -> list[dict]:
     """[{word, in_vocab, neighbours: [(word, cosine)]}] for each of ``words``;
     no neighbours for a word the vectors cannot represent."""
-    emb = load_word2vec(folder / "vectors.txt")
+    emb = _vectors(folder)
     index = emb.index()
     rows = []
     for word in words:
@@ -75,7 +80,7 @@ def analogy(
     folder: Path, a: str, b: str, c: str, *, k: int, restrict: int
 ) -> list[tuple[str, float]]:
     """The k best answers to a : b :: c : ? by 3CosAdd (see the module)."""
-    emb = load_word2vec(folder / "vectors.txt")
+    emb = _vectors(folder)
     n = min(restrict, len(emb.words)) if restrict else len(emb.words)
     lookup: dict[str, int] = {}
     for i, w in enumerate(emb.words[:n]):

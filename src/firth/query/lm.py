@@ -10,7 +10,7 @@ from pathlib import Path
 from firth.config import load_section, load_sections
 from firth.errors import DataError
 from firth.lm.config import EvaluateLm, Lm
-from firth.query import NotTrained, stage_paths
+from firth.query import NotTrained, loaded, stage_paths
 
 
 def _scorer(root: Path, params: Path, name: str):
@@ -21,7 +21,9 @@ def _scorer(root: Path, params: Path, name: str):
     folder = stage_paths(root, f"train-lm@{name}")["out"]
     if not (folder / "vocab.json").exists():
         raise NotTrained(f"{name} is not trained yet: dvc repro train-lm@{name}")
-    return Scorer(folder, cfg, name)
+    files = sorted(p for p in folder.iterdir() if p.is_file())
+    key = ("lm", str(folder.resolve()), cfg.model_dump_json())
+    return loaded(key, files, lambda: Scorer(folder, cfg, name))
 
 
 def prepared(params: Path, lines: list[str]) -> list[str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from firth.errors import ConfigError
-from firth.query import NotTrained, stage_paths
+from firth.query import NotTrained, loaded, stage_paths
 
 
 def read_input(text: str) -> list[list[str]]:
@@ -82,10 +82,17 @@ def load(
     init = init or inits[-1]
     if init not in inits:
         raise ConfigError(f"{run.name}: inits are {', '.join(inits)}, not {init}")
-    vocab = Vocab.from_json(read_json(folder / f"vocab-{init}.json"))
-    model = build_tagger(vocab, run.head, run.common)
-    model.load_state_dict(torch.load(folder / f"{init}.pt", weights_only=True))
-    return model.to(run.device), vocab, run.device, scheme_of(vocab.tags) == "BIO"
+    files = [folder / f"vocab-{init}.json", folder / f"{init}.pt"]
+
+    def make():
+        vocab = Vocab.from_json(read_json(files[0]))
+        model = build_tagger(vocab, run.head, run.common)
+        model.load_state_dict(torch.load(files[1], weights_only=True))
+        return model.to(run.device).eval(), vocab
+
+    key = ("tagger", str(folder.resolve()), init, run.common.model_dump_json())
+    model, vocab = loaded(key, files, make)
+    return model, vocab, run.device, scheme_of(vocab.tags) == "BIO"
 
 
 def predict_tags(model, vocab, device, sentences: list[list[str]]) -> list[list[str]]:

@@ -6,11 +6,12 @@ a model that has attention."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 from firth.config import load_section, load_sections
 from firth.errors import ConfigError
-from firth.query import NotTrained, stage_paths
+from firth.query import NotTrained, loaded, stage_paths
 
 
 def translate(
@@ -27,7 +28,7 @@ def translate(
     [output][source] of greedy decoding, as the report's heatmaps."""
     from firth.nmt.config import EvaluateNmt, Nmt
     from firth.nmt.data import Pairs, decode
-    from firth.nmt.stage import Translator, select
+    from firth.nmt.stage import Translator, encode_split, select
     from firth.prepare.normalize import normalize
 
     cfg, _ = load_sections("nmt", params, schema=Nmt)
@@ -49,27 +50,46 @@ def translate(
         return rows
     kept = [sources[i] for i in keep]
     pairs = Pairs([str(i) for i in keep], kept, kept)
-    translator = Translator(
-        cfg, ev, name, run, pairs, model=paths["out"], tokenizer=paths["tokenizer"]
-    )
     if beam is not None and beam < 1:
         raise ConfigError(f"beam: {beam}; a beam is at least 1 (1 is greedy)")
-    longest = longest_source(translator.model, cfg)
-    for j, i in enumerate(keep):
-        n = len(translator.test.src[j]) + 1  # and </s>
-        if longest is not None and n > longest:
-            raise ConfigError(
-                f"line {i + 1}: {n} pieces; the {name} model reads at most "
-                f"{longest} (its position table and the output length it allows)"
-            )
-    ids, _ = translator.translate(ev.beam if beam is None else beam)
-    oov = translator.test.oov
-    for j, i in enumerate(keep):
-        rows[i]["output"] = decode(translator.tok, ids[j], oov[j])
-        if attention and translator.model.has_attention:
-            rows[i]["alignment"] = translator.heatmap(j, str(i))
-        if attention and run.pointer:
-            rows[i]["copy"] = copy_shares(translator, ids, j)
+    files = [paths["tokenizer"] / "tokenizer.json", paths["out"] / "model.pt"]
+    key = ("nmt", str(files[1].resolve()), cfg.model_dump_json(), ev.model_dump_json())
+    # loaded once per server (firth.query.loaded); a request's lines are its own
+    # test split, so one request at a time uses the translator
+    translator, lock = loaded(
+        key,
+        files,
+        lambda: (
+            Translator(
+                cfg,
+                ev,
+                name,
+                run,
+                pairs,
+                model=paths["out"],
+                tokenizer=paths["tokenizer"],
+            ),
+            threading.Lock(),
+        ),
+    )
+    with lock:
+        translator.test = encode_split(translator.tok, pairs, run.pointer)
+        longest = longest_source(translator.model, cfg)
+        for j, i in enumerate(keep):
+            n = len(translator.test.src[j]) + 1  # and </s>
+            if longest is not None and n > longest:
+                raise ConfigError(
+                    f"line {i + 1}: {n} pieces; the {name} model reads at most "
+                    f"{longest} (its position table and the output length it allows)"
+                )
+        ids, _ = translator.translate(ev.beam if beam is None else beam)
+        oov = translator.test.oov
+        for j, i in enumerate(keep):
+            rows[i]["output"] = decode(translator.tok, ids[j], oov[j])
+            if attention and translator.model.has_attention:
+                rows[i]["alignment"] = translator.heatmap(j, str(i))
+            if attention and run.pointer:
+                rows[i]["copy"] = copy_shares(translator, ids, j)
     return rows
 
 
