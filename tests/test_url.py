@@ -203,3 +203,32 @@ def test_a_url_naming_a_folder_is_an_http_error_not_a_crash(server, tmp_path):
     with pytest.raises(DataError, match="HTTP 404"):
         url.download(f"{server}/corpus/..", tmp_path)
     assert url.cache_path(f"{server}/a/..", tmp_path).name == "download"
+
+
+def test_a_changed_url_is_not_held_to_the_old_urls_checksum(server, tmp_path):
+    """The checksum a fetch recorded belongs to its spec: pointing the source at
+    another URL downloads and records that file (the same URL serving other bytes
+    is still refused, test above)."""
+    Handler.files["/a.txt"] = PAYLOAD
+    Handler.files["/b.txt"] = PAYLOAD + b"a second edition\n"
+    out = tmp_path / "raw"
+    spec = {"kind": "url", "format": "text", "url": f"{server}/a.txt"}
+    fetch("t", spec, out, cache_dir=tmp_path / "cache")
+    moved = {**spec, "url": f"{server}/b.txt"}
+    record = fetch("t", moved, out, cache_dir=tmp_path / "cache")
+    assert record["download"]["sha256"] == sha(Handler.files["/b.txt"])
+
+
+def test_a_bad_url_file_is_named_by_its_url(server, tmp_path):
+    """A downloaded file that is not UTF-8, or a malformed TSV, is one DataError
+    naming the URL (not a UnicodeDecodeError, not a deleted temporary path)."""
+    Handler.files["/latin1.txt"] = "caf\xe9\n".encode("latin-1")
+    spec = {"kind": "url", "format": "text", "url": f"{server}/latin1.txt"}
+    with pytest.raises(DataError, match=r"/latin1.txt:1: not UTF-8") as err:
+        fetch("t", spec, tmp_path / "raw", cache_dir=tmp_path / "cache")
+    assert "/tmp" not in str(err.value).replace(str(tmp_path), "")
+    Handler.files["/pairs.tsv"] = b"1\tIn\tthe\tbeginning\n"  # four columns
+    spec = {"kind": "url", "format": "parallel", "url": f"{server}/pairs.tsv"}
+    with pytest.raises(DataError) as err:
+        fetch("p", spec, tmp_path / "raw2", cache_dir=tmp_path / "cache")
+    assert f"{server}/pairs.tsv" in str(err.value)

@@ -118,7 +118,9 @@ def fetch(
     before = _previous_record(out_dir)
     if not before and previous is not None and previous.is_file():
         before = _previous_record_file(previous)
-    recorded = previous_sha256(before)
+    # a checksum recorded for another spec (a changed URL) says nothing of this one
+    same = before.get("spec") == json.loads(json.dumps(value))
+    recorded = previous_sha256(before) if same else ""
     with atomic_path(out_dir) as tmp:
         tmp.mkdir()
         record = spec.fetch_into(tmp, cache_dir=cache_dir, recorded=recorded)

@@ -150,9 +150,16 @@ class Download(Source):
                 raise DataError(
                     f"{address}: archive has {len(files)} files; name one with 'member'"
                 )
-            counts = write_file(
-                self.format, self.parser, chosen[0], out, source=address
-            )
+            # the URL (and member), not the temporary file, in any error
+            where = address + (f" [{member}]" if member else "")
+            try:
+                if chosen[0].suffix not in checks.BINARY_SUFFIXES:
+                    checks.check_utf8(chosen[0])
+                counts = write_file(
+                    self.format, self.parser, chosen[0], out, source=address
+                )
+            except DataError as exc:
+                raise DataError(str(exc).replace(str(chosen[0]), where)) from None
         return {
             "kind": "url",
             "format": self.format,
