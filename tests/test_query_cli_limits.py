@@ -37,6 +37,7 @@ CASES = [
         "stdin: not UTF-8 at byte 3",
     ),
     (["translate", "pointer"], b"\x00\x01", "stdin: binary data"),
+    (["translate", "pointer"], "a " * 50_000, "stdin line 1: 100000 characters"),
     (["tag", "wnut16-crf"], "", "stdin: no text to tag"),
     (["tag", "wnut16-crf"], "caf\xe9\n".encode("latin-1"), "not UTF-8 at byte 3"),
     (["tag", "wnut16-crf", "--seed", "99"], "a\n", "not 99"),

@@ -382,6 +382,9 @@ def translate(
         int | None, typer.Option(min=1, help="Beam size (default evaluate_nmt.beam).")
     ] = None,
     greedy: Annotated[bool, typer.Option(help="Greedy decoding (beam 1).")] = False,
+    max_chars: Annotated[
+        int, typer.Option(min=1, help="Longest line to translate (characters).")
+    ] = 4_000,
     attention: Annotated[
         bool,
         typer.Option(help="Also print each output piece's most attended source piece."),
@@ -393,6 +396,14 @@ def translate(
     from firth.query.translate import translate as run_translate
 
     lines = _stdin("translate")
+    for i, line in enumerate(lines, 1):
+        if len(line) > max_chars:
+            typer.echo(
+                f"error: stdin line {i}: {len(line)} characters, over --max-chars "
+                f"{max_chars} (decoding time grows with the line)",
+                err=True,
+            )
+            raise typer.Exit(2)
     rows = _asked(
         lambda: run_translate(
             repo,
