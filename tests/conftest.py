@@ -217,25 +217,23 @@ def nli_eval(model, *, accuracy, majority):
     )
 
 
-def stage_argv(root: Path, stage: str) -> list[str]:
-    """The arguments the DVC stage ``stage`` passes its script: its command in
-    Firth's dvc.yaml, resolved against ``root``'s params.yaml by DVC itself (the
-    file is copied into ``root`` when it has none), without ``python <script>``."""
-    import shlex
+def stage_command(root: Path, stage: str) -> list[str]:
+    """The DVC stage ``stage``'s command as words (``python``, its script, its
+    arguments): Firth's dvc.yaml (copied into ``root`` when it has none) resolved
+    against ``root``'s params.yaml, as `firth translate` and the other queries
+    read it (firth.query.stage_command)."""
     import shutil
 
-    from dvc.repo import Repo
+    from firth.query import stage_command as resolved
 
     if not (root / "dvc.yaml").exists():
         shutil.copy(ROOT / "dvc.yaml", root / "dvc.yaml")
-    with Repo(str(root), uninitialized=True) as repo:
-        cmd = repo.stage.collect(f"{root / 'dvc.yaml'}:{stage}")[0].cmd
-    words = shlex.split(cmd)
-    _scripts[stage] = words[1]
-    return words[2:]
+    return resolved(root, stage)
 
 
-_scripts: dict[str, str] = {}  # stage -> the script its command runs
+def stage_argv(root: Path, stage: str) -> list[str]:
+    """The arguments the DVC stage ``stage`` passes its script."""
+    return stage_command(root, stage)[2:]
 
 
 OPENED: dict[str, set] = {}  # stage -> (path, mode) its in-process runs opened
@@ -262,8 +260,7 @@ def run_stage(root: Path, stage: str, *extra: str, args: list[str] | None = None
     import importlib
     import os
 
-    argv = stage_argv(root, stage)
-    script = _scripts[stage]
+    _python, script, *argv = stage_command(root, stage)
     if args is not None:
         first = next(i for i, a in enumerate(argv) if a.startswith("--"))
         argv = [*args, *argv[first:]]

@@ -54,7 +54,7 @@ class Stage:
     """One resolved stage: its script, its path arguments, deps and outs
     (project-relative POSIX paths)."""
 
-    def __init__(self, dvc_stage, root: Path):
+    def __init__(self, dvc_stage):
         words = shlex.split(dvc_stage.cmd)
         self.name = dvc_stage.name
         self.argv = words[1:]  # what the script sees as sys.argv
@@ -74,7 +74,7 @@ def stages(project: Path) -> dict[str, Stage]:
     from dvc.repo import Repo
 
     with Repo(str(project), uninitialized=True) as repo:
-        return {s.name: Stage(s, project) for s in repo.index.stages}
+        return {s.name: Stage(s) for s in repo.index.stages}
 
 
 def passed_path_errors(stage: Stage) -> list[str]:

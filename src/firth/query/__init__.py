@@ -12,18 +12,22 @@ class NotTrained(FirthError):
     repro` target that makes them."""
 
 
-_COMMANDS: dict = {}  # (root, dvc.yaml and params.yaml mtimes) -> {stage: cmd}
+_COMMANDS: dict = {}  # (root, dvc.yaml and params.yaml bytes' sha256) -> {stage: cmd}
 
 
 def _commands(root) -> dict[str, str]:
     """Every stage's command in the project ``root``, from DVC's own index (its
-    templates resolved against params.yaml); cached while both files stay as
-    they are."""
+    templates resolved against params.yaml); cached while both files hold the
+    same bytes (not the same mtime: two writes within a clock tick share one)."""
+    import hashlib
+
     from dvc.exceptions import DvcException
     from dvc.repo import Repo
 
     stamp = tuple(
-        (root / f).stat().st_mtime_ns if (root / f).exists() else 0
+        hashlib.sha256((root / f).read_bytes()).hexdigest()
+        if (root / f).exists()
+        else ""
         for f in ("dvc.yaml", "params.yaml")
     )
     key = (str(root.resolve()), stamp)
@@ -77,10 +81,14 @@ def loaded(key: tuple, files: list, make):
     it while another request may use it."""
     import os
 
-    stamp = tuple(
-        (os.stat(f).st_mtime_ns, os.stat(f).st_size) if os.path.exists(f) else None
-        for f in files
-    )
+    def mark(f) -> tuple[int, int] | None:
+        try:
+            st = os.stat(f)
+        except FileNotFoundError:
+            return None
+        return st.st_mtime_ns, st.st_size
+
+    stamp = tuple(mark(f) for f in files)
     with _LOADING:
         hit = _LOADED.get(key)
         if hit is not None and hit[0] == stamp:
