@@ -115,3 +115,18 @@ def test_the_longest_source_a_transformer_reads_is_its_position_table():
         or most == 2048
     )
     assert longest_source(build_model("bahdanau", 60, cfg), cfg) is None
+
+
+def test_an_unreadable_params_file_is_a_400_naming_it(tmp_path):
+    """As for the commands: a params.yaml that is not valid YAML is one line
+    naming it (relative to the project), not an internal error."""
+    (tmp_path / "params.yaml").write_text("embeddings: [unclosed\n")
+    with TestClient(make_app(tmp_path), base_url="http://127.0.0.1") as c:
+        for path, body in (
+            ("/api/neighbours", {"method": "sgns", "words": ["a"]}),
+            ("/api/analogy", {"method": "sgns", "a": "a", "b": "b", "c": "c"}),
+        ):
+            r = c.post(path, json=body)
+            assert r.status_code == 400, r.text
+            assert r.json()["detail"].startswith("params.yaml: not valid YAML")
+        assert c.get("/api/runs").status_code == 400

@@ -11,13 +11,13 @@ import asyncio
 from pathlib import Path
 from typing import Annotated
 
-import yaml
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.trustedhost import TrustedHostMiddleware
 from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from firth.config import read_params
 from firth.errors import FirthError
 from firth.query import stage_paths
 
@@ -132,7 +132,7 @@ def scrubbed(message: str, root: Path) -> str:
 
 def runs(root: Path) -> dict:
     """Every run the page can ask, per task, with whether its outputs are there."""
-    params = yaml.safe_load((root / "params.yaml").read_text(encoding="utf-8"))
+    params = read_params(root / "params.yaml")
     seeds = params.get("embeddings", {}).get("seeds", {})
     tagger = params.get("tagger", {})
 
@@ -224,9 +224,7 @@ def make_app(root: Path, limits: Limits | None = None) -> FastAPI:
             {"detail": f"internal error ({type(exc).__name__})"}, status_code=500
         )
 
-    def asked(fn, q: BaseModel | None = None):
-        if q is not None:
-            check(limits, q)
+    def asked(fn):
         try:
             return fn()
         except FirthError as exc:
@@ -240,42 +238,44 @@ def make_app(root: Path, limits: Limits | None = None) -> FastAPI:
 
     @app.get("/api/runs")
     def list_runs() -> dict:
-        return runs(root)
+        return asked(lambda: runs(root))
 
     @app.post("/api/translate")
     def do_translate(q: TranslateIn) -> list[dict]:
+        check(limits, q)
         lines = q.text.splitlines()
         return asked(
             lambda: translate.translate(
                 root, params, q.run, lines, beam=q.beam, attention=True
-            ),
-            q,
+            )
         )
 
-    def folder(method: str):
-        cfg = yaml.safe_load(params.read_text(encoding="utf-8"))
-        return asked(lambda: embeddings.vectors_folder(root, cfg, method, None))
+    def vectors(method: str) -> tuple[Path, dict]:
+        """The method's first-seed vectors folder and the params (an unreadable
+        params.yaml is a 400 naming it, as for the commands)."""
+        cfg = asked(lambda: read_params(params))
+        return asked(lambda: embeddings.vectors_folder(root, cfg, method, None)), cfg
 
     @app.post("/api/neighbours")
     def do_neighbours(q: WordsIn) -> list[dict]:
         check(limits, q)
-        where = folder(q.method)
+        where, _ = vectors(q.method)
         return asked(lambda: embeddings.neighbours(where, q.words, k=q.k))
 
     @app.post("/api/analogy")
     def do_analogy(q: AnalogyIn) -> list:
-        cfg = yaml.safe_load(params.read_text(encoding="utf-8"))
-        restrict = int(cfg.get("evaluate_embeddings", {}).get("restrict", 0))
         check(limits, q)
-        where = folder(q.method)
+        where, cfg = vectors(q.method)
+        restrict = int(cfg.get("evaluate_embeddings", {}).get("restrict", 0))
         return asked(
             lambda: embeddings.analogy(where, q.a, q.b, q.c, k=q.k, restrict=restrict)
         )
 
     @app.post("/api/generate")
     def do_generate(q: GenerateIn) -> list[str]:
+        check(limits, q)
         return asked(
-            lambda: lm.generate(root, params, q.run, q.prompt, samples=q.samples), q
+            lambda: lm.generate(root, params, q.run, q.prompt, samples=q.samples)
         )
 
     @app.post("/api/tag")
