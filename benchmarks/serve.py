@@ -1,10 +1,13 @@
 """`firth serve` under a bounded load: a server on 127.0.0.1 (uvicorn, the app's
-default limits) over a trained project, ``--clients`` clients sending
-``--requests`` requests each (translate, tag, neighbours, generate, in turn),
-while one client sends a body over the limit, which must get 413. Records
-requests/s, p50/p99 latency of the answered requests per endpoint and overall,
-the status counts, the 503s (the server's back-pressure) and any error (another
-5xx, a failed connection) in benchmarks/results/serve.json.
+default limits but a ``--seconds`` time budget) over a trained project,
+``--clients`` clients sending ``--requests`` requests each (translate, tag,
+neighbours, generate, in turn), while one client sends a body over the limit,
+which must get 413, and another asks for more than the time budget (a beam of 16
+over a 4,000-character line), which must get 503 when the budget runs out, its
+worker process killed. Records requests/s, p50/p99 latency of the answered
+requests per endpoint and overall, the status counts, the 503s (the server's
+back-pressure), any answer later than the budget plus the wait for a worker, and
+any error (another 5xx, a failed connection) in benchmarks/results/serve.json.
 
     FIRTH_PROJECT=/path/to/trained/clone python benchmarks/serve.py
 """
@@ -63,6 +66,9 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--clients", type=int, default=20)
     p.add_argument("--requests", type=int, default=10, help="per client")
+    p.add_argument(
+        "--seconds", type=float, default=10.0, help="the server's time budget"
+    )
     p.add_argument("--out", default=str(ROOT / "benchmarks/results/serve.json"))
     args = p.parse_args(argv)
     sys.path.insert(0, str(ROOT / "src"))
@@ -70,14 +76,13 @@ def main(argv=None) -> None:
 
     from firth.query.web import Limits, make_app
 
-    limits = Limits()
+    limits = Limits(seconds=args.seconds)
+    app = make_app(PROJECT, limits)
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     server = uvicorn.Server(
-        uvicorn.Config(
-            make_app(PROJECT, limits), host="127.0.0.1", port=port, log_level="error"
-        )
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error")
     )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -101,12 +106,19 @@ def main(argv=None) -> None:
     oversized = json.dumps(
         {"run": "wnut16-crf", "text": "x " * (limits.body_bytes)}
     ).encode()
+    line = "And God said , Let there be light : and there was light . " * 70
+    too_long = json.dumps(
+        {"run": ASKS[0][1]["run"], "text": line[: limits.chars], "beam": limits.beam}
+    ).encode()
     t0 = time.perf_counter()
-    with ThreadPoolExecutor(args.clients + 1) as pool:
+    with ThreadPoolExecutor(args.clients + 2) as pool:
         big = pool.submit(_post, base, "/api/tag", oversized)
+        slow = pool.submit(_post, base, "/api/translate", too_long)
         rows = [r for rs in pool.map(client, range(args.clients)) for r in rs]
         big_status, big_seconds = big.result()
+        slow_status, slow_seconds = slow.result()
     wall = time.perf_counter() - t0
+    stopped = app.state.pool.stopped
     server.should_exit = True
     thread.join(timeout=10)
     ok = [s for _, status, s in rows if status == 200]
@@ -137,6 +149,16 @@ def main(argv=None) -> None:
         # past ``wait_seconds``); an error is any other 5xx or a failed connection
         "busy_503": sum(1 for _, st, _ in rows if st == 503),
         "errors": sum(1 for _, st, _ in rows if (st >= 500 and st != 503) or st < 0),
+        # an answer may wait for a worker (wait_seconds), then compute (seconds)
+        "past_budget": sum(
+            1 for _, st, s in rows if s > limits.seconds + limits.wait_seconds
+        ),
+        "over_budget": {
+            "ask": f"translate, beam {limits.beam}, {limits.chars} characters",
+            "status": slow_status,
+            "seconds": round(slow_seconds, 4),
+            "workers_killed": stopped,
+        },
         "oversized": {
             "bytes": len(oversized),
             "status": big_status,

@@ -11,6 +11,18 @@ import typer
 
 from firth.config import SECTIONS, check_top_level, load_section, load_sources
 from firth.errors import FirthError
+from firth.limits import (
+    MAX_BEAM,
+    MAX_SAMPLES,
+    MAX_TEMPERATURE,
+    MAX_TOKENS,
+    Beam,
+    Chars,
+    K,
+    Samples,
+    Temperature,
+    Tokens,
+)
 from firth.sources.registry import REGISTRY
 
 app = typer.Typer(
@@ -310,12 +322,22 @@ def _stdin(what: str) -> list[str]:
     return _text(sys.stdin.buffer.read(), "stdin", what)
 
 
-def _positive_finite(value: float | None) -> float | None:
-    import math
+def _ranged(kind, option: str):
+    """A typer callback validating an option with the shared type ``kind`` of
+    firth.limits (the API and check-params use the same ranges): a bad value is
+    one line naming ``option`` and the range, exit 2."""
+    from firth.limits import check
 
-    if value is not None and not (math.isfinite(value) and value > 0):
-        raise typer.BadParameter(f"{value} is not a positive finite number")
-    return value
+    def callback(value):
+        if value is None:
+            return None
+        try:
+            return check(kind, value, option)
+        except ValueError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
+
+    return callback
 
 
 def _asked(fn):
@@ -332,7 +354,9 @@ def _asked(fn):
 def neighbours(
     method: Annotated[str, typer.Argument(help=METHODS_HELP)],
     words: Annotated[list[str], typer.Argument(help="One or more words.")],
-    k: Annotated[int, typer.Option("-k", min=1, help="Neighbours per word.")] = 10,
+    k: Annotated[
+        int, typer.Option("-k", callback=_ranged(K, "-k"), help="Neighbours per word.")
+    ] = 10,
     seed: Annotated[int | None, typer.Option(help="Default: the first seed.")] = None,
     repo: Annotated[Path, typer.Option(help="The Firth checkout.")] = Path("."),
 ) -> None:
@@ -358,7 +382,9 @@ def analogy(
     a: Annotated[str, typer.Argument(help="a in a : b :: c : ?")],
     b: Annotated[str, typer.Argument()],
     c: Annotated[str, typer.Argument()],
-    k: Annotated[int, typer.Option("-k", min=1, help="Answers to list.")] = 5,
+    k: Annotated[
+        int, typer.Option("-k", callback=_ranged(K, "-k"), help="Answers to list.")
+    ] = 5,
     seed: Annotated[int | None, typer.Option(help="Default: the first seed.")] = None,
     repo: Annotated[Path, typer.Option(help="The Firth checkout.")] = Path("."),
 ) -> None:
@@ -379,11 +405,19 @@ def analogy(
 def translate(
     run: Annotated[str, typer.Argument(help="A run of nmt.runs, e.g. bahdanau.")],
     beam: Annotated[
-        int | None, typer.Option(min=1, help="Beam size (default evaluate_nmt.beam).")
+        int | None,
+        typer.Option(
+            callback=_ranged(Beam, "--beam"),
+            help=f"Beam size, 1-{MAX_BEAM} (default evaluate_nmt.beam).",
+        ),
     ] = None,
     greedy: Annotated[bool, typer.Option(help="Greedy decoding (beam 1).")] = False,
     max_chars: Annotated[
-        int, typer.Option(min=1, help="Longest line to translate (characters).")
+        int,
+        typer.Option(
+            callback=_ranged(Chars, "--max-chars"),
+            help="Longest line to translate (characters).",
+        ),
     ] = 4_000,
     attention: Annotated[
         bool,
@@ -429,15 +463,26 @@ def translate(
 def generate(
     run: Annotated[str, typer.Argument(help="A run of lm.runs, e.g. lstm.")],
     prompt: Annotated[str, typer.Option(help="The text to continue.")] = "",
-    samples: Annotated[int, typer.Option(min=1, help="How many continuations.")] = 3,
+    samples: Annotated[
+        int,
+        typer.Option(
+            callback=_ranged(Samples, "--samples"),
+            help=f"How many continuations, 1-{MAX_SAMPLES}.",
+        ),
+    ] = 3,
     tokens: Annotated[
-        int | None, typer.Option(min=1, help="Tokens each (default evaluate_lm's).")
+        int | None,
+        typer.Option(
+            callback=_ranged(Tokens, "--tokens"),
+            help=f"Tokens each, 1-{MAX_TOKENS} (default evaluate_lm.sample_tokens).",
+        ),
     ] = None,
     temperature: Annotated[
         float | None,
         typer.Option(
-            callback=_positive_finite,
-            help="Above 0 (default evaluate_lm.temperature).",
+            callback=_ranged(Temperature, "--temperature"),
+            help=f"Above 0, at most {MAX_TEMPERATURE:g} "
+            "(default evaluate_lm.temperature).",
         ),
     ] = None,
     repo: Annotated[Path, typer.Option(help="The Firth checkout.")] = Path("."),
@@ -530,8 +575,16 @@ def serve(
     beam: Annotated[int, typer.Option(help="Widest beam a request may ask.")] = 16,
     k: Annotated[int, typer.Option(help="Most neighbours or answers.")] = 100,
     samples: Annotated[int, typer.Option(help="Most samples per prompt.")] = 10,
+    tokens: Annotated[int, typer.Option(help="Most tokens per sample.")] = 200,
+    seconds: Annotated[
+        float,
+        typer.Option(
+            help="Time budget of one request: past it, its worker is killed (503)."
+        ),
+    ] = 30.0,
     concurrent: Annotated[
-        int, typer.Option(help="Requests computing at once (the rest wait).")
+        int,
+        typer.Option(help="Requests computing at once, one worker process each."),
     ] = 2,
     wait_seconds: Annotated[
         float, typer.Option(help="How long a request waits for a slot (then 503).")
@@ -559,6 +612,8 @@ def serve(
             beam=beam,
             k=k,
             samples=samples,
+            tokens=tokens,
+            seconds=seconds,
             concurrent=concurrent,
             wait_seconds=wait_seconds,
             hosts=("127.0.0.1", "localhost", *(allow_host or [])),

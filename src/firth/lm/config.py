@@ -9,6 +9,7 @@ from typing import Literal, Self
 
 from pydantic import Field, model_validator
 
+from firth.limits import MAX_SAMPLES, Temperature, Tokens
 from firth.param_section import ParamSection
 
 
@@ -88,9 +89,10 @@ class Lm(ParamSection):
 
 
 class EvaluateLm(ParamSection):
-    samples: int = Field(ge=0)
-    sample_tokens: int = Field(ge=1)
-    temperature: float = Field(gt=0)
+    samples: int = Field(ge=0, le=MAX_SAMPLES)  # 0: none in the report
+    # the ranges `firth generate --tokens/--temperature` accept
+    sample_tokens: Tokens
+    temperature: Temperature
     prompts: list[str]
     flow_distance: int = Field(ge=2)
     flow_sequences: int = Field(ge=1)

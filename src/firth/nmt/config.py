@@ -9,6 +9,7 @@ from typing import Literal, Self
 
 from pydantic import Field, model_validator
 
+from firth.limits import Beam
 from firth.param_section import ParamSection
 
 
@@ -92,7 +93,7 @@ class Nmt(ParamSection):
 
 
 class EvaluateNmt(ParamSection):
-    beam: int = Field(ge=1)
+    beam: Beam  # the range `firth translate --beam` and `firth serve` accept
     alpha: float = Field(ge=0)
     penalty: Literal["length", "gnmt"]
     beta: float = Field(ge=0)

@@ -7,7 +7,7 @@ plain JavaScript calling its JSON endpoints."""
 
 from __future__ import annotations
 
-import asyncio
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -19,25 +19,31 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from firth.config import read_params
 from firth.errors import FirthError
+from firth.limits import Beam, K, Samples, Temperature, Tokens
 from firth.query import stage_paths
+from firth.query.workers import Busy, OverTime, Pool, WorkerFailed
 
 PAGE = Path(__file__).with_name("page.html")
 
 
 class Limits(BaseModel):
     """What one request may ask of `firth serve`, each a `firth serve` option:
-    the body's size, the characters of its text, the beam, k and samples it may
-    ask for, how many requests compute at once (the rest wait up to
-    ``wait_seconds``, then get 503), and the Host names it answers (any other
+    the body's size, the characters of its text, the beam, k, samples and tokens
+    it may ask for (within firth.limits' ranges, which the commands share), the
+    seconds one request may compute (then its worker process is killed: 503),
+    how many requests compute at once (one worker process each; the rest wait up
+    to ``wait_seconds``, then get 503), and the Host names it answers (any other
     gets 400: a page elsewhere cannot reach the API by DNS rebinding)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     body_bytes: int = Field(65_536, ge=1_024)
     chars: int = Field(4_000, ge=1)
-    beam: int = Field(16, ge=1)
-    k: int = Field(100, ge=1)
-    samples: int = Field(10, ge=1)
+    beam: Beam = 16
+    k: K = 100
+    samples: Samples = 10
+    tokens: Tokens = 200
+    seconds: float = Field(30.0, gt=0, allow_inf_nan=False)
     concurrent: int = Field(2, ge=1)
     wait_seconds: float = Field(10.0, ge=0, allow_inf_nan=False)
     hosts: tuple[str, ...] = ("127.0.0.1", "localhost")
@@ -64,7 +70,7 @@ class _In(BaseModel):
 class TranslateIn(_In):
     run: Name
     text: Text
-    beam: int | None = Field(None, ge=1)
+    beam: Beam | None = None
 
 
 class WordsIn(_In):
@@ -72,7 +78,7 @@ class WordsIn(_In):
     words: list[Annotated[str, Field(min_length=1, max_length=100)]] = Field(
         max_length=100
     )
-    k: int = Field(10, ge=1)
+    k: K = 10
 
 
 class AnalogyIn(_In):
@@ -80,13 +86,15 @@ class AnalogyIn(_In):
     a: Name
     b: Name
     c: Name
-    k: int = Field(5, ge=1)
+    k: K = 5
 
 
 class GenerateIn(_In):
     run: Name
     prompt: Text
-    samples: int = Field(3, ge=1)
+    samples: Samples = 3
+    tokens: Tokens | None = None
+    temperature: Temperature | None = None
 
 
 class TagIn(_In):
@@ -103,6 +111,7 @@ def check(limits: Limits, q: BaseModel) -> None:
         "beam": limits.beam,
         "k": limits.k,
         "samples": limits.samples,
+        "tokens": limits.tokens,
     }
     for field, most in bounds.items():
         value = getattr(q, field, None)
@@ -167,26 +176,33 @@ def runs(root: Path) -> dict:
 def make_app(root: Path, limits: Limits | None = None) -> FastAPI:
     """The page and its JSON API over the project ``root``, within ``limits``:
     no /docs (nothing loads from elsewhere), no absolute path or traceback in
-    any reply."""
-    from firth.query import embeddings, lm, tag, translate
-
+    any reply. The models answer in ``limits.concurrent`` worker processes
+    (firth.query.workers), so a request over ``limits.seconds`` is stopped."""
     root = Path(root)
     limits = limits or Limits()
     params = root / "params.yaml"
+    pool = Pool(limits.concurrent, limits.seconds)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        await pool.start()
+        yield
+        pool.close()
+
     app = FastAPI(
         title="Firth: ask a trained model",
         docs_url=None,
         redoc_url=None,
         openapi_url=None,
+        lifespan=lifespan,
     )
+    app.state.pool = pool
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(limits.hosts))
-    computing = asyncio.Semaphore(limits.concurrent)
 
     @app.middleware("http")
     async def bounded(request: Request, call_next):
         """Refuse a body over ``limits.body_bytes`` (413) before reading it (a
-        POST must say its length: 411), and let ``limits.concurrent`` requests
-        compute at once (503 after waiting ``limits.wait_seconds``)."""
+        POST must say its length: 411)."""
         size = request.headers.get("content-length")
         if request.method == "POST" and not (size or "").isdigit():
             return JSONResponse(
@@ -197,19 +213,7 @@ def make_app(root: Path, limits: Limits | None = None) -> FastAPI:
                 {"detail": f"request body over {limits.body_bytes} bytes"},
                 status_code=413,
             )
-        if request.method != "POST":
-            return await call_next(request)
-        try:
-            await asyncio.wait_for(computing.acquire(), limits.wait_seconds)
-        except TimeoutError:
-            return JSONResponse(
-                {"detail": f"busy: {limits.concurrent} requests computing"},
-                status_code=503,
-            )
-        try:
-            return await call_next(request)
-        finally:
-            computing.release()
+        return await call_next(request)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError):
@@ -232,6 +236,33 @@ def make_app(root: Path, limits: Limits | None = None) -> FastAPI:
                 status_code=400, detail=scrubbed(str(exc), root)
             ) from None
 
+    async def ask(target: str, *args, **kwargs):
+        """``firth.query.<target>`` in a worker, within the time budget."""
+        try:
+            return await pool.ask(
+                f"firth.query.{target}", *args, wait=limits.wait_seconds, **kwargs
+            )
+        except FirthError as exc:
+            raise HTTPException(
+                status_code=400, detail=scrubbed(str(exc), root)
+            ) from None
+        except Busy:
+            raise HTTPException(
+                status_code=503,
+                detail=f"busy: {limits.concurrent} requests computing "
+                f"(`firth serve --concurrent`)",
+            ) from None
+        except OverTime:
+            raise HTTPException(
+                status_code=503,
+                detail=f"over this server's time budget of {limits.seconds:g} s "
+                "per request (`firth serve --seconds`); its computation was stopped",
+            ) from None
+        except WorkerFailed as exc:
+            raise HTTPException(
+                status_code=500, detail=f"internal error ({exc})"
+            ) from None
+
     @app.get("/", response_class=HTMLResponse)
     def page() -> str:
         return PAGE.read_text(encoding="utf-8")
@@ -241,48 +272,63 @@ def make_app(root: Path, limits: Limits | None = None) -> FastAPI:
         return asked(lambda: runs(root))
 
     @app.post("/api/translate")
-    def do_translate(q: TranslateIn) -> list[dict]:
+    async def do_translate(q: TranslateIn) -> list[dict]:
         check(limits, q)
         lines = q.text.splitlines()
-        return asked(
-            lambda: translate.translate(
-                root, params, q.run, lines, beam=q.beam, attention=True
-            )
+        return await ask(
+            "translate:translate",
+            root,
+            params,
+            q.run,
+            lines,
+            beam=q.beam,
+            attention=True,
         )
 
     def vectors(method: str) -> tuple[Path, dict]:
         """The method's first-seed vectors folder and the params (an unreadable
         params.yaml is a 400 naming it, as for the commands)."""
+        from firth.query import embeddings
+
         cfg = asked(lambda: read_params(params))
         return asked(lambda: embeddings.vectors_folder(root, cfg, method, None)), cfg
 
     @app.post("/api/neighbours")
-    def do_neighbours(q: WordsIn) -> list[dict]:
+    async def do_neighbours(q: WordsIn) -> list[dict]:
         check(limits, q)
         where, _ = vectors(q.method)
-        return asked(lambda: embeddings.neighbours(where, q.words, k=q.k))
+        return await ask("embeddings:neighbours", where, q.words, k=q.k)
 
     @app.post("/api/analogy")
-    def do_analogy(q: AnalogyIn) -> list:
+    async def do_analogy(q: AnalogyIn) -> list:
         check(limits, q)
         where, cfg = vectors(q.method)
         restrict = int(cfg.get("evaluate_embeddings", {}).get("restrict", 0))
-        return asked(
-            lambda: embeddings.analogy(where, q.a, q.b, q.c, k=q.k, restrict=restrict)
+        return await ask(
+            "embeddings:analogy", where, q.a, q.b, q.c, k=q.k, restrict=restrict
         )
 
     @app.post("/api/generate")
-    def do_generate(q: GenerateIn) -> list[str]:
+    async def do_generate(q: GenerateIn) -> list[str]:
         check(limits, q)
-        return asked(
-            lambda: lm.generate(root, params, q.run, q.prompt, samples=q.samples)
+        return await ask(
+            "lm:generate",
+            root,
+            params,
+            q.run,
+            q.prompt,
+            samples=q.samples,
+            tokens=q.tokens,
+            temperature=q.temperature,
         )
 
     @app.post("/api/tag")
-    def do_tag(q: TagIn) -> list[dict]:
+    async def do_tag(q: TagIn) -> list[dict]:
+        from firth.query import tag
+
         check(limits, q)
         sentences = tag.read_input(q.text)
-        tags, bio = asked(lambda: tag.tag(root, params, q.run, sentences))
+        tags, bio = await ask("tag:tag", root, params, q.run, sentences)
         return [
             {
                 "tokens": tokens,
