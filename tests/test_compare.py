@@ -82,6 +82,63 @@ def test_flag_beyond_tolerance_in_the_bad_direction(
     assert bool(cmp.regressions([row])) == (status == "worse")
 
 
+def _spread(mean: float, sd: float, n: int = 2) -> dict[str, float]:
+    return {
+        f"summary.random.f1.{k}": v for k, v in {"mean": mean, "sd": sd, "n": n}.items()
+    }
+
+
+@pytest.mark.parametrize(
+    "new_mean, status",
+    [
+        # issue 39's case: the same seeds on another machine, 0.1183 -> 0.1053;
+        # the band is 2 * sqrt(0.012^2 / 2 + 0.010^2 / 2) = 0.02209
+        (0.1053, "noise"),
+        (0.0900, "worse"),  # 0.028 below: past the band
+        (0.1450, "better"),
+        (0.1133, ""),  # within the rule's own tolerance (0.01)
+    ],
+)
+def test_a_seed_mean_moving_within_its_seed_spread_is_noise(new_mean, status):
+    path = "reports/tagging/wnut16-crf/eval.json"
+    a = {path: _spread(0.1183, 0.012)}
+    b = {path: _spread(new_mean, 0.010)}
+    row = next(r for r in cmp.compare(a, b) if r.key == "summary.random.f1.mean")
+    assert row.noise == pytest.approx(2 * (0.012**2 / 2 + 0.010**2 / 2) ** 0.5)
+    assert row.status == status
+    assert bool(cmp.regressions([row])) == (status == "worse")
+    assert ("seeds ±0.0220" in cmp.render_text([row], "a", "b")) is True
+
+
+def test_a_single_run_is_held_against_its_seed_folders():
+    # LM test perplexity: lstm and lstm-seed14 on each side; rule: 2% relative
+    def side(lstm: float, seed14: float) -> dict:
+        return {
+            "reports/lm/lstm/eval.json": {"test.perplexity": lstm},
+            "reports/lm/lstm-seed14/eval.json": {"test.perplexity": seed14},
+            "reports/lm/gru/eval.json": {"test.perplexity": 60.0},
+        }
+
+    a, b = side(51.8, 53.0), side(53.5, 53.0)
+    rows = {(r.path, r.key): r for r in cmp.compare(a, b)}
+    lstm = rows["reports/lm/lstm/eval.json", "test.perplexity"]
+    # the baseline's seeds set the yardstick for both sides (B's own second value
+    # would widen it with the very move it judges): sd(51.8, 53.0) = 0.8485
+    assert lstm.noise == pytest.approx(2 * 2**0.5 * 0.8485, rel=1e-3)
+    assert lstm.delta > lstm.rule.tolerance(51.8)  # 1.7 > 1.036: flagged before
+    assert lstm.status == "noise"
+    # one seed only (gru): the rule's tolerance alone
+    gru = rows["reports/lm/gru/eval.json", "test.perplexity"]
+    assert gru.noise is None
+    b["reports/lm/gru/eval.json"]["test.perplexity"] = 62.0
+    gru = next(r for r in cmp.compare(a, b) if r.path.endswith("gru/eval.json"))
+    assert gru.status == "worse"
+    # a real regression is still one: lstm far past the band
+    b["reports/lm/lstm/eval.json"]["test.perplexity"] = 58.0
+    worse = next(r for r in cmp.compare(a, b) if r.path.endswith("/lstm/eval.json"))
+    assert worse.status == "worse"
+
+
 def test_missing_tracked_metric_blocks_and_added_metric_does_not():
     rule = cmp.Rule("r/*:m", "higher")
     rows = cmp.compare({"r/x": {"m": 1.0}}, {"r/y": {"m": 1.0}}, rules=(rule,))

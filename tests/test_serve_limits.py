@@ -91,8 +91,17 @@ def test_limits_are_checked_as_options():
 
     from firth.cli import app
 
-    res = CliRunner().invoke(app, ["serve", "--repo", str(ROOT), "--beam", "0"])
-    assert res.exit_code == 2 and "--beam" in res.output
+    for option, value, says in [
+        ("--beam", "0", "greater than or equal to 1"),
+        ("--beam", "65", "less than or equal to 64"),  # firth.limits.MAX_BEAM
+        ("--seconds", "0", "greater than 0"),
+        ("--seconds", "nan", "a finite number"),
+        ("--tokens", "0", "greater than or equal to 1"),
+        ("--concurrent", "0", "greater than or equal to 1"),
+    ]:
+        res = CliRunner().invoke(app, ["serve", "--repo", str(ROOT), option, value])
+        assert res.exit_code == 2
+        assert res.output == f"error: {option}: Input should be {says}\n"
 
 
 def test_the_longest_source_a_transformer_reads_is_its_position_table():

@@ -17,6 +17,8 @@ from __future__ import annotations
 import fnmatch
 import json
 import math
+import re
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -279,6 +281,64 @@ def split_warnings(a: Tests, b: Tests, names: tuple[str, str]) -> list[str]:
     ]
 
 
+SEED_RUN = re.compile(r"^(?P<run>.+)-seed\d+$")
+NOISE_Z = 2.0  # the band: about 95% of the seed-to-seed differences of two draws
+
+
+def seed_error(metrics: Metrics, path: str, key: str) -> float | None:
+    """How much ``path``'s ``key`` varies with the seed alone, as the standard
+    error of the value compared: for a seed mean (``<stat>.mean`` beside its
+    ``.sd`` and ``.n``), sd / sqrt(n); for one run's value, the sample sd of that
+    value over the run's seed folders (``<run>`` and ``<run>-seed<N>``: the
+    default's LM and translation runs); None where there is one seed. Another
+    machine (other CPU kernels, another BLAS) changes a trained model's last bits
+    and from there its training, so its runs differ like another seed's: this is
+    the yardstick `firth compare` holds a move against (benchmarks/
+    cross_machine.py measures it)."""
+    values = metrics.get(path, {})
+    if key.endswith(".mean"):
+        stem = key[: -len(".mean")]
+        sd, n = values.get(f"{stem}.sd"), values.get(f"{stem}.n")
+        if sd is None or not n or n < 2 or math.isnan(sd):
+            return None
+        return sd / math.sqrt(n)
+    where = _seed_group(path)
+    if where is None:
+        return None
+    seeds = [
+        v[key]
+        for p, v in metrics.items()
+        if key in v and _seed_group(p) == where and not _nan(v[key])
+    ]
+    return statistics.stdev(seeds) if len(seeds) >= 2 else None
+
+
+def _seed_group(path: str) -> tuple[str, str, str] | None:
+    """(task folder, run without its -seed<N>, file name) of a run's metrics file
+    ``reports/<task>/<run>/<file>``."""
+    parts = path.split("/")
+    if len(parts) < 4:
+        return None
+    run = parts[-2]
+    if m := SEED_RUN.match(run):
+        run = m["run"]
+    return "/".join(parts[:-2]), run, parts[-1]
+
+
+def _nan(x: float) -> bool:
+    return isinstance(x, float) and math.isnan(x)
+
+
+def noise_band(a: float | None, b: float | None) -> float | None:
+    """NOISE_Z standard errors of the difference of the two sides' values; a side
+    without seeds borrows the other's."""
+    if a is None and b is None:
+        return None
+    a = b if a is None else a
+    b = a if b is None else b
+    return NOISE_Z * math.sqrt(a * a + b * b)
+
+
 @dataclass(frozen=True)
 class Row:
     path: str
@@ -286,6 +346,7 @@ class Row:
     old: float | None
     new: float | None
     rule: Rule | None
+    noise: float | None = None  # the seed band (noise_band), tracked rows only
 
     @property
     def delta(self) -> float | None:
@@ -299,8 +360,10 @@ class Row:
 
     @property
     def status(self) -> str:
-        """'worse' / 'better' beyond tolerance, 'missing' for a tracked metric gone
-        in B, 'added' / 'removed' for untracked ones, '' otherwise."""
+        """'worse' / 'better' beyond tolerance, 'noise' for a move beyond it but
+        inside the seed band (another seed or machine moves it as far), 'missing'
+        for a tracked metric gone in B, 'added' / 'removed' for untracked ones, ''
+        otherwise."""
         if self.old is None:
             return "added"
         if self.new is None:
@@ -311,11 +374,11 @@ class Row:
             return "worse"
         signed = self.delta if self.rule.better == "higher" else -self.delta
         tol = self.rule.tolerance(self.old)
-        if signed < -tol:
-            return "worse"
-        if signed > tol:
-            return "better"
-        return ""
+        if abs(signed) <= tol:
+            return ""
+        if self.noise is not None and abs(signed) <= self.noise:
+            return "noise"
+        return "worse" if signed < 0 else "better"
 
 
 def rule_for(path: str, key: str, rules: tuple[Rule, ...]) -> Rule | None:
@@ -325,14 +388,20 @@ def rule_for(path: str, key: str, rules: tuple[Rule, ...]) -> Rule | None:
 def compare(
     a: Metrics, b: Metrics, *, rules: tuple[Rule, ...] = DEFAULT_RULES
 ) -> list[Row]:
-    """Every metric in A or B, sorted by path and key."""
+    """Every metric in A or B, sorted by path and key; a tracked one carries the
+    seed band of its two sides (``noise_band``)."""
     rows = []
     for path in sorted(set(a) | set(b)):
         ka, kb = a.get(path, {}), b.get(path, {})
         for key in sorted(set(ka) | set(kb)):
-            rows.append(
-                Row(path, key, ka.get(key), kb.get(key), rule_for(path, key, rules))
-            )
+            rule = rule_for(path, key, rules)
+            noise = None
+            if rule is not None and rule.better is not None:
+                # a seed mean's spread is each side's own; one run's value is
+                # held to the baseline's seeds (B's would widen with the move)
+                own = seed_error(b, path, key) if key.endswith(".mean") else None
+                noise = noise_band(seed_error(a, path, key), own)
+            rows.append(Row(path, key, ka.get(key), kb.get(key), rule, noise))
     return rows
 
 
@@ -363,7 +432,8 @@ def _tol(r: Row) -> str:
     if not r.tracked:
         return ""
     arrow = "↑" if r.rule.better == "higher" else "↓"
-    return f"{arrow} ±{_fmt(r.rule.tolerance(r.old or 0.0))}"
+    seeds = "" if r.noise is None else f", seeds ±{_fmt(r.noise)}"
+    return f"{arrow} ±{_fmt(r.rule.tolerance(r.old or 0.0))}{seeds}"
 
 
 def selected(rows: list[Row], *, show: str) -> list[Row]:
@@ -381,9 +451,11 @@ def summary(rows: list[Row]) -> str:
     tracked = [r for r in rows if r.tracked]
     worse = regressions(rows)
     better = [r for r in rows if r.status == "better"]
+    noise = [r for r in rows if r.status == "noise"]
     return (
         f"{len(rows)} metrics, {len(tracked)} tracked: {len(worse)} regressed "
         f"beyond tolerance, {len(better)} improved beyond tolerance, "
+        f"{len(noise)} moved within the seed spread (noise), "
         f"{sum(1 for r in rows if r.delta not in (0, None))} changed in all"
     )
 
@@ -424,6 +496,7 @@ def render_json(rows: list[Row], a: str, b: str) -> str:
                     "delta": r.delta,
                     "better": r.rule.better if r.rule else None,
                     "tolerance": r.rule.tolerance(r.old or 0.0) if r.tracked else None,
+                    "seed_band": r.noise,
                     "status": r.status,
                 }
                 for r in rows

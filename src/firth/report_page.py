@@ -11,6 +11,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from firth.cross_machine_report import cross_machine_section
 from firth.dag_report import dag_section
 from firth.embeddings.report import embeddings_section
 from firth.embeddings.results import EmbeddingDetail, EmbeddingEval, EmbeddingTrain
@@ -427,6 +428,7 @@ def build(
     for bench in (
         dag_section(page.benchmark("dag")),
         throughput_section(page.benchmark("throughput")),
+        cross_machine_section(page.benchmark("cross_machine")),
     ):
         if bench is not None:
             page.sections.append(bench)

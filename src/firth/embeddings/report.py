@@ -10,6 +10,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from firth.cross_machine_report import NOTE as MACHINE_NOTE  # noqa: E402
 from firth.embeddings.results import (  # noqa: E402
     AnalogyDetail,
     EmbeddingDetail,
@@ -47,7 +48,7 @@ INTRO = (
     "is the whole vocabulary, as 'full'); 3CosAdd excludes the three input words, "
     "'3CosAdd incl.' does not; only-b answers the nearest neighbour of b (a "
     "baseline). A deterministic method whose seeds give identical vectors counts "
-    "as one run."
+    "as one run. " + MACHINE_NOTE
 )
 
 

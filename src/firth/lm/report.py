@@ -14,6 +14,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from firth.audit.report import audit_sentence, contamination_table  # noqa: E402
+from firth.cross_machine_report import NOTE as MACHINE_NOTE  # noqa: E402
 from firth.evidence import BPC, Evidence, NoEvidence, lm_side  # noqa: E402
 from firth.formatting import num  # noqa: E402
 from firth.inference import compare  # noqa: E402
@@ -194,7 +195,7 @@ def families_table(
                 ]
             )
     return (
-        "By model family (mean ± sample sd over seeds) and baselines",
+        "By model family (mean ± sample sd over seeds) and baselines. " + MACHINE_NOTE,
         (["model", "seeds", "test ppl", "test bits/char"], rows),
     )
 

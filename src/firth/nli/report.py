@@ -4,6 +4,7 @@ contamination split and misclassified examples; or one line saying how to enable
 
 from __future__ import annotations
 
+from firth.cross_machine_report import NOTE as MACHINE_NOTE
 from firth.formatting import num
 from firth.nli.results import NliEval, NliTrain
 from firth.report import Section
@@ -41,7 +42,7 @@ def nli_section(evals: dict[str, NliEval], train: dict[str, list[NliTrain]]) -> 
         "[u; v; |u-v|; u*v] of premise and hypothesis, `hypothesis` the hypothesis "
         "alone (a partial-input baseline: Gururangan et al. 2018 report about 67% "
         "against 34% majority on SNLI, Poliak et al. 2018 about 69%). Test "
-        "accuracy in points; mean ± std over seeds (min-max).",
+        "accuracy in points; mean ± std over seeds (min-max). " + MACHINE_NOTE,
     )
     rows = []
     for data in sorted({e.data for e in evals.values()}):

@@ -10,6 +10,7 @@ from collections import defaultdict
 import matplotlib.pyplot as plt
 
 from firth.audit.report import audit_sentence, contamination_table
+from firth.cross_machine_report import NOTE as MACHINE_NOTE
 from firth.evidence import Evidence, NoEvidence, chosen_init, tag_metric, tag_side
 from firth.formatting import num
 from firth.inference import compare
@@ -54,7 +55,9 @@ def tagging_section(
         f"trained with {len(seeds)} seeds ({', '.join(map(str, seeds))}) twice: word "
         "embeddings initialised at random, and from the pretrained vectors named in "
         "the init column. Scores are on the test split of each dataset, as mean ± "
-        "sample standard deviation over seeds (min-max). NER (BIO tags): seqeval "
+        "sample standard deviation over seeds (min-max). "
+        + MACHINE_NOTE
+        + " NER (BIO tags): seqeval "
         "entity-level micro F1 (conlleval's reading); POS: token accuracy, and "
         "accuracy on test tokens whose form never occurs in training (OOV). The "
         "baselines use the training split only: the majority tag everywhere, and "
