@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 STAMP := $(VENV)/.installed
 
-.PHONY: run run-full test test-fast setup lint flow browser bench bench-embeddings bench-lm bench-nmt bench-tagger bench-audit bench-dag bench-query bench-serve bench-determinism clean-venv
+.PHONY: run run-full test test-fast setup lint flow browser bench bench-embeddings bench-lm bench-nmt bench-tagger bench-audit bench-dag bench-query bench-serve bench-determinism bench-cross-machine clean-venv
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -121,6 +121,13 @@ bench-dag: $(STAMP)
 # MKL_CBWR=AUTO,STRICT (~20 min on 2 cores); needs data/subsampled/text (make run).
 bench-determinism: $(STAMP)
 	$(BIN)/python benchmarks/determinism.py
+
+# Same seed, another machine's kernels: a copy of this trained project reruns the
+# wnut16-crf tagger, Bahdanau NMT and LSTM LM stages (both seeds) with ATen's AVX2
+# kernels and MKL's AVX2 path, and compares the tracked scores with the seed band
+# (~25 min on 2 cores, after make run).
+bench-cross-machine: $(STAMP)
+	$(BIN)/python benchmarks/cross_machine.py
 
 bench-audit: $(STAMP)
 	FIRTH_PROJECT=$(CURDIR)/profiles/full $(BIN)/python benchmarks/audit.py

@@ -73,7 +73,7 @@ def main(argv=None) -> None:
     p.add_argument(
         "--groups",
         nargs="+",
-        default=["tagger wnut16-crf", "nmt bahdanau"],
+        default=sorted(GROUPS),
         choices=sorted(GROUPS),
     )
     p.add_argument("--out", default=str(ROOT / "benchmarks/results/cross_machine.json"))
@@ -115,17 +115,12 @@ def main(argv=None) -> None:
     declared = cmp.declared_metrics(PROJECT)
     before = cmp.load_folder(PROJECT, declared)
     after = cmp.load_folder(copy, declared)
-    changed = {
-        path
-        for path in after
-        if path.startswith(("reports/tagging/", "reports/nmt/", "reports/lm/"))
-    }
+    evaluated = {f"/{e.split('@')[1]}/" for e in evaluations}
     rows = [
         r
         for r in cmp.compare(before, after)
-        if r.tracked and r.path in changed and r.delta is not None
+        if r.tracked and r.delta is not None and any(run in r.path for run in evaluated)
     ]
-    rows = [r for r in rows if any(e.split("@")[1] in r.path for e in evaluations)]
     metrics = [
         {
             "path": r.path,
@@ -141,7 +136,8 @@ def main(argv=None) -> None:
         for r in rows
     ]
     result = {
-        "command": "python benchmarks/cross_machine.py " + " ".join(argv or sys.argv[1:]),
+        "command": "python benchmarks/cross_machine.py "
+        + " ".join(argv or sys.argv[1:]),
         "machine": machine(),
         "commit": head_commit(ROOT),
         "models_from": head_commit(PROJECT),

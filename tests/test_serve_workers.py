@@ -81,3 +81,18 @@ def test_a_question_waits_for_a_worker_then_gets_busy():
             pool.close()
 
     run(go())
+
+
+def test_a_new_event_loop_keeps_the_idle_workers():
+    # a server restarted in one process (or a test client entered twice) runs
+    # a new event loop: the slots are made again there, the workers kept
+    pool = Pool(1, seconds=60.0, threads=1)
+    try:
+        run(pool.start())
+        [worker] = pool._workers
+        assert run(pool.ask("os:getpid", wait=5)) == worker.process.pid
+        run(pool.start())
+        assert pool._workers == {worker}
+        assert run(pool.ask("os:getpid", wait=5)) == worker.process.pid
+    finally:
+        pool.close()

@@ -19,6 +19,7 @@ import multiprocessing
 import os
 import sys
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from firth.errors import FirthError
@@ -53,8 +54,13 @@ def _serve(conn, threads: int) -> None:
     """A worker's loop: import what the questions need (torch, the query
     modules: seconds, not counted against a question's budget), say so, then
     answer questions until the pipe closes."""
+    import signal
+
     import torch
 
+    signal.signal(
+        signal.SIGINT, signal.SIG_IGN
+    )  # Ctrl-C stops the server, which stops us
     torch.set_num_threads(threads)
     for module in WARM:
         importlib.import_module(module)
@@ -135,16 +141,34 @@ class Pool:
         self.seconds = seconds
         self.threads = threads or max(1, (os.cpu_count() or 1) // size)
         self._slots: asyncio.Queue | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.size = size
         self._workers: set[Worker] = set()
         self.stopped = 0  # workers killed over the time budget
+        # one thread per worker waits on its pipe (the loop's default pool may
+        # have fewer threads than a server has workers)
+        self._threads = ThreadPoolExecutor(size, thread_name_prefix="firth-worker")
 
     def _queue(self) -> asyncio.Queue:
-        if self._slots is None:  # made in the server's event loop
-            self._slots = asyncio.Queue()
-            for _ in range(self.size):
+        """The idle slots, made in the running event loop (a server, or a test
+        client run twice, may start a new loop: the slots are made again there,
+        each idle worker kept)."""
+        loop = asyncio.get_running_loop()
+        if self._slots is None or self._loop is not loop:
+            idle = [] if self._slots is None else self._drain(self._slots)
+            self._slots, self._loop = asyncio.Queue(), loop
+            for worker in idle:
+                self._slots.put_nowait(worker)
+            for _ in range(self.size - len(idle)):
                 self._slots.put_nowait(None)  # a slot whose worker is not started
         return self._slots
+
+    @staticmethod
+    def _drain(slots: asyncio.Queue) -> list:
+        out = []
+        while not slots.empty():
+            out.append(slots.get_nowait())
+        return out
 
     async def ask(self, target: str, *args, wait: float, **kwargs):
         slots = self._queue()
@@ -174,21 +198,22 @@ class Pool:
                 except RuntimeError:  # the server's loop closed meanwhile
                     pass
 
-        return await loop.run_in_executor(None, run, worker)
+        return await loop.run_in_executor(self._threads, run, worker)
 
     async def start(self) -> None:
-        """Start every worker now (the server's start-up), not on first use."""
+        """Start every idle slot's worker now (the server's start-up), not on
+        first use."""
         slots = self._queue()
         loop = asyncio.get_running_loop()
+        drained = self._drain(slots)  # the slots not answering a question now
+        idle = [w for w in drained if w is not None and w.alive]
         started = await asyncio.gather(
             *(
-                loop.run_in_executor(None, Worker.start, self.threads)
-                for _ in range(self.size)
+                loop.run_in_executor(self._threads, Worker.start, self.threads)
+                for _ in range(len(drained) - len(idle))
             )
         )
-        while not slots.empty():
-            slots.get_nowait()
-        for worker in started:
+        for worker in [*idle, *started]:
             self._workers.add(worker)
             slots.put_nowait(worker)
 
