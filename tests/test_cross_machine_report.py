@@ -72,6 +72,7 @@ def test_one_row_per_score_with_both_machines_and_the_band():
     ]
     assert "ATEN_CPU_CAPABILITY=avx2" in sec.intro
     assert "2 of 2 tracked scores moved, 1 inside the seed band" in sec.intro
+    assert "verdicts: 1 within tolerance, 1 noise." in sec.intro
 
 
 def test_nothing_before_the_benchmark_ran():

@@ -21,6 +21,16 @@ def _num(x: float | None) -> str:
     return "-" if x is None else f"{x:.4g}"
 
 
+def _verdicts(metrics: list[dict]) -> str:
+    counts: dict[str, int] = {}
+    for m in metrics:
+        word = m["status"] or "within tolerance"
+        counts[word] = counts.get(word, 0) + 1
+    order = ["within tolerance", "noise", "better", "worse"]
+    words = sorted(counts, key=lambda w: (order.index(w) if w in order else 9, w))
+    return ", ".join(f"{counts[w]} {w}" for w in words)
+
+
 def cross_machine_section(result: dict | None) -> Section | None:
     """None when the benchmark has not been run."""
     metrics = (result or {}).get("metrics")
@@ -39,12 +49,14 @@ def cross_machine_section(result: dict | None) -> Section | None:
         + f"` reran {len(result['stages'])} stages of a trained copy of the "
         f"default on this {result['native']} machine with {emulated} (the kernels "
         f"of a machine without it); {s['moved']} of {s['tracked']} tracked scores "
-        f"moved, {s['inside_seed_band']} inside the seed band and "
-        f"{s['flagged']} flagged by `firth compare`. The band is 2 standard errors "
+        f"moved, {s['inside_seed_band']} inside the seed band; `firth compare`'s "
+        f"verdicts: {_verdicts(metrics)}. The band is 2 standard errors "
         "of the difference under seed variation alone (a seed mean: sd/sqrt(n) per "
         "side; one run: the sd over the run's seed folders); `firth compare` "
         "reports a move past a metric's tolerance but inside its band as `noise`, "
-        "not as a change."
+        "not as a change. With two seeds a side the band is itself a rough "
+        "estimate: a move past it here is a cross-machine move larger than two "
+        "seeds suggested, and more seeds firm the band up."
     )
     header = ["score", "this machine", "other kernels", "delta", "seed band", "verdict"]
     rows = [
