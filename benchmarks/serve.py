@@ -41,6 +41,9 @@ ASKS = [
 ]
 
 
+REASONS: Counter = Counter()  # why each 503 came: busy (no worker) or time budget
+
+
 def _post(base: str, path: str, body: bytes) -> tuple[int, float]:
     req = urllib.request.Request(
         base + path, data=body, headers={"Content-Type": "application/json"}
@@ -52,6 +55,9 @@ def _post(base: str, path: str, body: bytes) -> tuple[int, float]:
             status = r.status
     except urllib.error.HTTPError as exc:
         status = exc.code
+        if status == 503:
+            detail = json.loads(exc.read() or b"{}").get("detail", "")
+            REASONS["time budget" if "time budget" in detail else "busy"] += 1
     except (urllib.error.URLError, OSError):
         status = -1  # refused or reset
     return status, time.perf_counter() - t0
@@ -67,7 +73,7 @@ def main(argv=None) -> None:
     p.add_argument("--clients", type=int, default=20)
     p.add_argument("--requests", type=int, default=10, help="per client")
     p.add_argument(
-        "--seconds", type=float, default=10.0, help="the server's time budget"
+        "--seconds", type=float, default=15.0, help="the server's time budget"
     )
     p.add_argument("--out", default=str(ROOT / "benchmarks/results/serve.json"))
     args = p.parse_args(argv)
@@ -148,6 +154,8 @@ def main(argv=None) -> None:
         # 503: the designed back-pressure (more than ``concurrent`` computing
         # past ``wait_seconds``); an error is any other 5xx or a failed connection
         "busy_503": sum(1 for _, st, _ in rows if st == 503),
+        # every 503, the over-budget request's included, by its reason
+        "503_reasons": dict(REASONS),
         "errors": sum(1 for _, st, _ in rows if (st >= 500 and st != 503) or st < 0),
         # an answer may wait for a worker (wait_seconds), then compute (seconds)
         "past_budget": sum(
