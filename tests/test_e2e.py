@@ -398,6 +398,29 @@ def test_every_trained_model_answers_from_the_command_line(repo):
     assert near[0] == "god" and len(near) == 4
 
 
+def test_a_request_over_its_time_budget_is_stopped_and_the_server_goes_on(repo):
+    """A trained model asked with a time budget shorter than its loading: 503,
+    the worker that computed it is gone; with a budget it fits, the same request
+    is answered (a fresh worker)."""
+    from fastapi.testclient import TestClient
+
+    from firth.query.web import Limits, make_app
+
+    path, _ = repo
+    ask = {"run": "pointer", "text": "In the beginning God created the heaven"}
+    app = make_app(path, Limits(seconds=0.001, concurrent=1))
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        [worker] = app.state.pool._workers
+        r = client.post("/api/translate", json=ask)
+        assert r.status_code == 503, r.text
+        assert "time budget of 0.001 s" in r.json()["detail"]
+        assert not worker.process.is_alive() and app.state.pool.stopped == 1
+    app = make_app(path, Limits(seconds=120, concurrent=1))
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        r = client.post("/api/translate", json=ask)
+        assert r.status_code == 200 and r.json()[0]["output"]
+
+
 def test_the_local_page_asks_every_model_in_a_real_browser(repo):
     """`firth serve`'s page in headless Chromium, with real clicks on the tiny
     profile's models: a pointer run's translation with its heatmap (a cell per
