@@ -1,3 +1,4 @@
+import shutil
 import sys
 from pathlib import Path
 
@@ -273,3 +274,12 @@ def run_stage(root: Path, stage: str, *extra: str, args: list[str] | None = None
     finally:
         _running.pop()
         os.chdir(here)
+
+
+def untrained_project(root: Path) -> Path:
+    """The tiny profile's params.yaml and dvc.yaml in ``root``, nothing trained:
+    the query commands and `firth serve` answer from it up to where a model would
+    load (or name the dvc target that trains it)."""
+    shutil.copy(ROOT / "profiles" / "tiny.yaml", root / "params.yaml")
+    shutil.copy(ROOT / "dvc.yaml", root / "dvc.yaml")
+    return root

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import ROOT, untrained_project
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
@@ -84,8 +83,7 @@ CASES = [
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory):
     root = tmp_path_factory.mktemp("limits")
-    shutil.copy(ROOT / "profiles" / "tiny.yaml", root / "params.yaml")
-    shutil.copy(ROOT / "dvc.yaml", root / "dvc.yaml")
+    untrained_project(root)
     return root
 
 

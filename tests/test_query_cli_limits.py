@@ -6,10 +6,8 @@ names the missing stage)."""
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
-from conftest import ROOT
+from conftest import untrained_project
 from typer.testing import CliRunner
 
 from firth.cli import app
@@ -18,8 +16,7 @@ from firth.cli import app
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory):
     root = tmp_path_factory.mktemp("cli")
-    shutil.copy(ROOT / "profiles" / "tiny.yaml", root / "params.yaml")
-    shutil.copy(ROOT / "dvc.yaml", root / "dvc.yaml")
+    untrained_project(root)
     (root / "latin1.txt").write_bytes("caf\xe9 au lait\n".encode("latin-1"))
     (root / "binary.bin").write_bytes(b"\x00\x01\x02abc")
     return root

@@ -8,10 +8,9 @@ target to run; a test with trained models is tests/test_e2e.py's."""
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
-from conftest import ROOT
+from conftest import untrained_project
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -35,8 +34,7 @@ OPTION_VALUES = st.one_of(
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory):
     root = tmp_path_factory.mktemp("props")
-    shutil.copy(ROOT / "profiles" / "tiny.yaml", root / "params.yaml")
-    shutil.copy(ROOT / "dvc.yaml", root / "dvc.yaml")
+    untrained_project(root)
     return root
 
 

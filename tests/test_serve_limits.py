@@ -6,10 +6,8 @@ every check here happens before a model would load, or names the dvc target."""
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
-from conftest import ROOT
+from conftest import ROOT, untrained_project
 from fastapi.testclient import TestClient
 
 from firth.query.web import Limits, make_app
@@ -18,8 +16,7 @@ from firth.query.web import Limits, make_app
 @pytest.fixture(scope="module")
 def client(tmp_path_factory):
     root = tmp_path_factory.mktemp("serve")
-    shutil.copy(ROOT / "profiles" / "tiny.yaml", root / "params.yaml")
-    shutil.copy(ROOT / "dvc.yaml", root / "dvc.yaml")
+    untrained_project(root)
     app = make_app(root, Limits(body_bytes=4_096, chars=500, concurrent=1))
     with TestClient(app, base_url="http://127.0.0.1") as c:
         c.root = root
