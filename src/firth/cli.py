@@ -23,6 +23,7 @@ from firth.limits import (
     Temperature,
     Tokens,
 )
+from firth.limits import check as check_range
 from firth.sources.registry import REGISTRY
 
 app = typer.Typer(
@@ -326,13 +327,12 @@ def _ranged(kind, option: str):
     """A typer callback validating an option with the shared type ``kind`` of
     firth.limits (the API and check-params use the same ranges): a bad value is
     one line naming ``option`` and the range, exit 2."""
-    from firth.limits import check
 
     def callback(value):
         if value is None:
             return None
         try:
-            return check(kind, value, option)
+            return check_range(kind, value, option)
         except ValueError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None

@@ -19,7 +19,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from firth.config import read_params
 from firth.errors import FirthError
-from firth.limits import Beam, K, Samples, Temperature, Tokens
+from firth.limits import Beam, Chars, K, Samples, Temperature, Tokens
 from firth.query import stage_paths
 from firth.query.workers import Busy, OverTime, Pool, WorkerFailed
 
@@ -38,7 +38,7 @@ class Limits(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     body_bytes: int = Field(65_536, ge=1_024)
-    chars: int = Field(4_000, ge=1)
+    chars: Chars = 4_000
     beam: Beam = 16
     k: K = 100
     samples: Samples = 10
@@ -228,13 +228,16 @@ def make_app(root: Path, limits: Limits | None = None) -> FastAPI:
             {"detail": f"internal error ({type(exc).__name__})"}, status_code=500
         )
 
+    def refused(exc: FirthError) -> HTTPException:
+        """A FirthError (an unknown run, one not trained yet, an unreadable
+        params.yaml) as a 400 naming it, without the server's paths."""
+        return HTTPException(status_code=400, detail=scrubbed(str(exc), root))
+
     def asked(fn):
         try:
             return fn()
         except FirthError as exc:
-            raise HTTPException(
-                status_code=400, detail=scrubbed(str(exc), root)
-            ) from None
+            raise refused(exc) from None
 
     async def ask(target: str, *args, **kwargs):
         """``firth.query.<target>`` in a worker, within the time budget."""
@@ -243,9 +246,7 @@ def make_app(root: Path, limits: Limits | None = None) -> FastAPI:
                 f"firth.query.{target}", *args, wait=limits.wait_seconds, **kwargs
             )
         except FirthError as exc:
-            raise HTTPException(
-                status_code=400, detail=scrubbed(str(exc), root)
-            ) from None
+            raise refused(exc) from None
         except Busy:
             raise HTTPException(
                 status_code=503,

@@ -58,9 +58,8 @@ def _serve(conn, threads: int) -> None:
 
     import torch
 
-    signal.signal(
-        signal.SIGINT, signal.SIG_IGN
-    )  # Ctrl-C stops the server, which stops us
+    # Ctrl-C reaches the whole process group: the server stops its workers
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     torch.set_num_threads(threads)
     for module in WARM:
         importlib.import_module(module)
