@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 STAMP := $(VENV)/.installed
 
-.PHONY: run run-full test test-fast setup lint flow browser bench bench-embeddings bench-lm bench-nmt bench-tagger bench-audit bench-dag bench-query bench-serve bench-determinism bench-cross-machine clean-venv
+.PHONY: run run-full test test-fast setup lint flow browser bench bench-embeddings bench-lm bench-nmt bench-tagger bench-audit bench-dag bench-query bench-serve bench-determinism bench-cross-machine bench-peers clean-venv
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -14,6 +14,9 @@ $(BIN)/python:
 
 $(STAMP): $(BIN)/python pyproject.toml requirements.lock
 	$(BIN)/pip install -q -c requirements.lock -e '.[dev]'
+	@# KenLM's reader, for the ARPA oracle of tests/test_arpa.py (built from source)
+	$(BIN)/pip install -q -c requirements.lock kenlm || \
+	  echo "note: kenlm could not be built (a C++ compiler?): its ARPA test will be skipped"
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -128,6 +131,13 @@ bench-determinism: $(STAMP)
 # (~25 min on 2 cores, after make run).
 bench-cross-machine: $(STAMP)
 	$(BIN)/python benchmarks/cross_machine.py
+
+# Firth beside gensim, fastText, KenLM (its reader and lmplz) and NLTK on the same data
+# and settings, after make run (~20 min on 2 cores): benchmarks/results/peers.json.
+# Installs the peers extra first (kenlm and fasttext build from source).
+bench-peers: $(STAMP)
+	$(BIN)/pip install -q -c requirements.lock -e '.[peers]'
+	$(BIN)/python benchmarks/peers.py
 
 bench-audit: $(STAMP)
 	FIRTH_PROJECT=$(CURDIR)/profiles/full $(BIN)/python benchmarks/audit.py

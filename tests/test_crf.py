@@ -191,3 +191,30 @@ def test_decode_time_constraints_match_brute_force_over_the_allowed_sequences(se
         _, ref_path, ref_best, _ = brute_force(masked, em[i], n)
         assert paths[i] == ref_path
         assert float(best[i]) == pytest.approx(ref_best, abs=1e-9)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_matches_pytorch_crf_on_random_scores(seed):
+    """A reference implementation (pytorch-crf, Kemal Kurniawan's torchcrf): the same
+    convention (transitions[i, j] scores i -> j, start and end scores), so the
+    parameters copy straight across; log-likelihoods and Viterbi paths must agree
+    on a padded batch of random emissions at a realistic size (9 tags)."""
+    torchcrf = pytest.importorskip(
+        "torchcrf", reason="pytorch-crf is not installed (pip install pytorch-crf)"
+    )
+    k = 9
+    crf, g = random_case(seed, k, start_end=True, constrained=False)
+    ref = torchcrf.CRF(k, batch_first=True).double()
+    with torch.no_grad():
+        ref.transitions.copy_(crf.transitions)
+        ref.start_transitions.copy_(crf.start)
+        ref.end_transitions.copy_(crf.end)
+    lengths = [12, 1, 7, 3, 12, 5]
+    em = 3 * torch.randn(len(lengths), max(lengths), k, generator=g).double()
+    mask = torch.arange(max(lengths))[None, :] < torch.tensor(lengths)[:, None]
+    tags = torch.randint(0, k, em.shape[:2], generator=g)
+    crf = crf.double()
+    theirs = ref(em, tags, mask=mask, reduction="none")
+    torch.testing.assert_close(-crf.nll(em, tags, mask), theirs, rtol=1e-10, atol=1e-9)
+    paths, _ = crf.viterbi(em, mask)
+    assert paths == ref.decode(em, mask=mask)

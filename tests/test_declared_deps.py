@@ -2,7 +2,7 @@
 src/, stages/ and flows/ import is in pyproject's [project] dependencies (a package
 that only arrives through another, as fastapi came through Prefect, can vanish
 with that package's next release); what tests/ and benchmarks/ import may also be
-in the dev extra; and nothing in the runtime list is imported by tests and
+in the dev or peers extras; and nothing in the runtime list is imported by tests and
 benchmarks alone."""
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ def _requirement_names(reqs: list[str]) -> set[str]:
 def _declared() -> tuple[set[str], set[str]]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     runtime = _requirement_names(project["dependencies"])
-    dev = _requirement_names(project["optional-dependencies"]["dev"])
+    extras = project["optional-dependencies"]
+    dev = _requirement_names(extras["dev"]) | _requirement_names(extras["peers"])
     return runtime, dev
 
 

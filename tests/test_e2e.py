@@ -373,6 +373,16 @@ def test_every_trained_model_answers_from_the_command_line(repo):
         assert proc.returncode == 0, proc.stderr
         return proc.stdout
 
+    def firth_fails(*args):
+        proc = subprocess.run(
+            [sys.executable, "-m", "firth.cli", *args, "--repo", str(path)],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        assert proc.returncode == 2, proc.stdout
+        return proc.stderr
+
     test = (path / "data/subsampled/parallel/test.tsv").read_text().splitlines()
     sources = [line.split("\t")[1] for line in test[:3]]
     beam = [
@@ -386,6 +396,20 @@ def test_every_trained_model_answers_from_the_command_line(repo):
     ev = json.loads((path / "reports/lm/kn3/eval.json").read_text())["test"]
     assert f"perplexity {ev['perplexity']:.2f}" in out
     assert f"{ev['bits_per_char']:.4f} bits/char" in out
+    # the same model as an ARPA file scores the test split to the same perplexity
+    # under the format's own back-off rule (tests/test_arpa.py's reader)
+    assert "3-grams" in firth("arpa", "kn3", str(path / "kn3.arpa"))
+    from test_arpa import Arpa
+
+    arpa = Arpa(path / "kn3.arpa")
+    lines = (path / "data/subsampled/text/test.txt").read_text().splitlines()
+    vocab = json.loads((path / "data/lm/kn3/vocab.json").read_text())
+    known = set(vocab["tokens"])
+    sents = [[w if w in known else "<unk>" for w in x.split()] for x in lines]
+    log10 = sum(arpa.sentence(s) for s in sents)
+    tokens = sum(len(s) + 1 for s in sents)
+    assert f"{10 ** (-log10 / tokens):.2f}" == f"{ev['perplexity']:.2f}"
+    assert "not a Kneser-Ney run" in firth_fails("arpa", "lstm", str(path / "x.arpa"))
     samples = firth("generate", "lstm", "--prompt", "and god said", "--samples", "2")
     assert [line.split(" | ")[0] for line in samples.splitlines()] == [
         "and god said"

@@ -29,7 +29,9 @@ def brute_force(sentences, order, discounts):
         seq = [BOS] * (order - 1) + s + [EOS]
         for j in range(order - 1, len(seq)):
             for k in range(1, order + 1):
-                raw[k][tuple(seq[j - k + 1 : j + 1])] += 1
+                g = tuple(seq[j - k + 1 : j + 1])
+                if k == 1 or g[:2] != (BOS, BOS):  # repeated padding is no n-gram
+                    raw[k][g] += 1
     adj = {order: dict(raw[order])}
     for k in range(order - 1, 0, -1):
         adj[k] = {}

@@ -528,6 +528,22 @@ def score(
 
 
 @app.command()
+def arpa(
+    run: Annotated[str, typer.Argument(help="A Kneser-Ney run of lm.runs, e.g. kn5.")],
+    out: Annotated[Path, typer.Argument(help="The ARPA file to write.")],
+    repo: Annotated[Path, typer.Option(help="The Firth checkout.")] = Path("."),
+) -> None:
+    """Write a trained Kneser-Ney model as a standard ARPA back-off file (KenLM's
+    `kenlm.Model(path)` then scores text as `firth score` does)."""
+    from firth.query.lm import export_arpa
+
+    counts = _asked(lambda: export_arpa(repo, repo / "params.yaml", run, out))
+    typer.echo(
+        f"{out}: " + ", ".join(f"{c:,} {k}-grams" for k, c in enumerate(counts, 1))
+    )
+
+
+@app.command()
 def tag(
     run: Annotated[str, typer.Argument(help="<data>-<head>, e.g. wnut16-crf.")],
     seed: Annotated[int | None, typer.Option(help="Default: the first seed.")] = None,

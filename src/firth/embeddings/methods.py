@@ -112,7 +112,7 @@ def train_method(
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r} (known: {', '.join(METHODS)})")
     if method == "gensim":
-        return _train_gensim(corpus, sentences, cfg, seed=seed)
+        return train_gensim(corpus, sentences, cfg, seed=seed)
     run = _inputs(corpus, cfg, seed, progress, lambda _: checkpoint)
     setting = setting or reference_setting(cfg)
     if method == "ppmi-svd":
@@ -373,18 +373,27 @@ def _train_glove(run: TrainerInputs) -> TrainedVectors:
     )
 
 
-def _train_gensim(
-    corpus: Corpus, sentences: list[list[str]], cfg: Embeddings, *, seed: int
+def train_gensim(
+    corpus: Corpus,
+    sentences: list[list[str]],
+    cfg: Embeddings,
+    *,
+    seed: int,
+    sg: bool = True,
+    hs: bool = False,
 ) -> TrainedVectors:
+    """gensim's Word2Vec at ``cfg``'s common settings: skip-gram (``sg``) or CBOW,
+    negative sampling or (``hs``) hierarchical softmax without negatives; rows in
+    ``corpus``'s vocabulary order."""
     from gensim.models import Word2Vec
 
     c = cfg.common
     model = Word2Vec(
         vector_size=c.dim,
         window=c.window,
-        negative=c.negatives,
-        sg=1,
-        hs=0,
+        negative=0 if hs else c.negatives,
+        sg=int(sg),
+        hs=int(hs),
         sample=c.sample,
         shrink_windows=c.window_weighting == "dynamic",
         min_count=c.min_count,

@@ -16,12 +16,21 @@ of that order's adjusted counts: Y = n1 / (n1 + 2 n2), D1 = 1 - 2Y n2/n1,
 D2 = 2 - 3Y n3/n2, D3+ = 3 - 4Y n4/n3. The freed mass is exactly gamma, so every
 conditional sums to 1 over the predictable vocabulary.
 
-Conventions: sentences are padded with order-1 <s> on the left and one </s> on the
-right; <s> is context only (never predicted). <unk> policy: the vocabulary is every
-training word (plus <unk>, </s>); a test word outside it is scored as <unk>, whose
-probability is the uniform share interpolated at the lowest order (its unigram
-count is 0). Perplexities over texts with OOVs are therefore optimistic; the OOV
-rate is reported beside them.
+Conventions: a sentence starts from one <s> and ends with one </s>; <s> is context
+only (never predicted). As KenLM's lmplz does, the first words of a sentence are
+predicted by the shorter n-grams that start at that <s> ("<s> w1" is a bigram, with
+raw counts), not by n-grams of repeated padding: the count tables are filled from
+windows padded with order-1 <s>, but every n-gram with two or more leading <s> is
+dropped, so a padded context is unseen and passes straight down to the one that
+starts at the single <s>. (Counting the padding as n-grams of every order
+discounts each sentence start once per order and skews the counts-of-counts behind
+the discounts: on the default's text that model's test perplexity was 55.53 against
+lmplz's 53.52, `python benchmarks/peers.py --tasks ngram`; docs/measured.md.)
+
+<unk> policy: the vocabulary is every training word (plus <unk>, </s>); a test
+word outside it is scored as <unk>, whose probability is the uniform share
+interpolated at the lowest order (its unigram count is 0). Perplexities over texts
+with OOVs are therefore optimistic; the OOV rate is reported beside them.
 
 Counts live in pandas frames of integer id columns (one per position), grouped and
 merged column-wise: no dicts of dicts.
@@ -45,7 +54,7 @@ log = logging.getLogger(__name__)
 UNK, BOS, EOS = "<unk>", "<s>", "</s>"
 
 
-def _cols(k: int) -> list[str]:
+def id_columns(k: int) -> list[str]:
     return [f"w{i}" for i in range(k)]
 
 
@@ -86,17 +95,17 @@ class KneserNey:
         n = self.order
         N = len(windows)
         p = np.full(N, 1.0 / self.predictable)  # p_0: uniform
-        frame = pd.DataFrame(windows, columns=_cols(n))
+        frame = pd.DataFrame(windows, columns=id_columns(n))
         for k in range(1, n + 1):
             # the last k tokens: context = first k-1 of them. Left merges keep the
             # left row order and the right frames have unique keys (grouped).
             q = frame.iloc[:, n - k :]
-            q.columns = _cols(k)
-            a = q.merge(self.grams[k - 1], on=_cols(k), how="left")["a"]
+            q.columns = id_columns(k)
+            a = q.merge(self.grams[k - 1], on=id_columns(k), how="left")["a"]
             a = a.fillna(0).to_numpy()
             if k > 1:
-                c = q[_cols(k - 1)].merge(
-                    self.contexts[k - 1], on=_cols(k - 1), how="left"
+                c = q[id_columns(k - 1)].merge(
+                    self.contexts[k - 1], on=id_columns(k - 1), how="left"
                 )
                 A = c["A"].fillna(0).to_numpy()
                 Ns = c[["N1", "N2", "N3"]].fillna(0).to_numpy()
@@ -157,7 +166,7 @@ class KneserNey:
         cache = self.__dict__.setdefault("_sorted_cache", {})
         if ("g", k) not in cache:
             g = self.grams[k - 1]
-            cache[("g", k)] = _lexsorted(g, _cols(k), g["a"].to_numpy(np.float64))
+            cache[("g", k)] = _lexsorted(g, id_columns(k), g["a"].to_numpy(np.float64))
         return cache[("g", k)]
 
     def _sorted_contexts(self, k: int) -> tuple[list[np.ndarray], np.ndarray]:
@@ -166,7 +175,7 @@ class KneserNey:
         if ("c", k) not in cache:
             c = self.contexts[k - 1]
             stats = c[["A", "N1", "N2", "N3"]].to_numpy(np.float64)
-            cache[("c", k)] = _lexsorted(c, _cols(k - 1), stats)
+            cache[("c", k)] = _lexsorted(c, id_columns(k - 1), stats)
         return cache[("c", k)]
 
     def windows(self, sentences: list[list[str]]) -> tuple[np.ndarray, int]:
@@ -255,17 +264,19 @@ def build(
     discounts = []
     raw_by_order = {}
     for k in range(order, 0, -1):
-        frame = pd.DataFrame(top[:, order - k :], columns=_cols(k))
-        raw = frame.groupby(_cols(k), sort=True).size().rename("a").reset_index()
+        frame = pd.DataFrame(top[:, order - k :], columns=id_columns(k))
+        if k > 1:  # one <s> starts a sentence; repeated padding is no n-gram
+            frame = frame[(frame["w0"] != 1) | (frame["w1"] != 1)]
+        raw = frame.groupby(id_columns(k), sort=True).size().rename("a").reset_index()
         raw_by_order[k] = raw
     adjusted: dict[int, pd.DataFrame] = {order: raw_by_order[order]}
     for k in range(order - 1, 0, -1):
         higher = raw_by_order[k + 1]  # distinct (k+1)-grams
-        cont = higher.groupby(_cols(k + 1)[1:], sort=True).size().rename("a")
+        cont = higher.groupby(id_columns(k + 1)[1:], sort=True).size().rename("a")
         cont = cont.reset_index()
-        cont.columns = _cols(k) + ["a"]
+        cont.columns = id_columns(k) + ["a"]
         raw = raw_by_order[k]
-        merged = raw[_cols(k)].merge(cont, on=_cols(k), how="left")
+        merged = raw[id_columns(k)].merge(cont, on=id_columns(k), how="left")
         merged["a"] = merged["a"].fillna(0).astype(np.int64)
         starts = (raw["w0"] == 1).to_numpy()  # begins with <s>: keep the raw count
         merged.loc[starts, "a"] = raw.loc[starts, "a"].to_numpy()
@@ -286,8 +297,10 @@ def build(
             }
         )
         if k > 1:
-            stats[_cols(k - 1)] = g[_cols(k - 1)]
-            ctx = stats.groupby(_cols(k - 1), sort=True)[["A", "N1", "N2", "N3"]].sum()
+            stats[id_columns(k - 1)] = g[id_columns(k - 1)]
+            ctx = stats.groupby(id_columns(k - 1), sort=True)[
+                ["A", "N1", "N2", "N3"]
+            ].sum()
             contexts.append(ctx.reset_index())
         else:
             contexts.append(stats[["A", "N1", "N2", "N3"]].sum().to_frame().T)

@@ -64,3 +64,17 @@ def score(root: Path, params: Path, name: str, lines: list[str]) -> dict:
     out, _ = _scorer(root, params, name).split(text, None)
     keep = ("perplexity", "bits_per_char", "tokens", "characters", "oov_rate")
     return {k: out[k] for k in keep} | {"tokens_per_second": out["tokens_per_second"]}
+
+
+def export_arpa(root: Path, params: Path, name: str, out: Path) -> list[int]:
+    """Write the Kneser-Ney run ``name`` as an ARPA file at ``out`` (readable by
+    KenLM, SRILM and the other n-gram toolkits); the n-grams per order."""
+    from firth.lm.arpa import write_arpa
+
+    scorer = _scorer(root, params, name)
+    if scorer.kn is None:
+        raise DataError(
+            f"{name} is not a Kneser-Ney run (family {scorer.run.family}): only "
+            "n-gram models have an ARPA form"
+        )
+    return write_arpa(scorer.kn, out)

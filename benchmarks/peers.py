@@ -1,0 +1,652 @@
+"""Firth beside the tools its users already run, on the same data, split and
+tokenisation, at matched settings, in one run on this machine.
+
+- vectors: Firth's SGNS against gensim's skip-gram, CBOW (both with negative
+  sampling) and skip-gram with hierarchical softmax; Firth's subword SGNS against
+  fastText's skip-gram with character n-grams. Same corpus (the default's
+  data/subsampled/text/train.txt, cut into the same sentences), vocabulary
+  (min_count), dimension, window, negatives, subsampling, epochs and threads; each
+  tool keeps its own learning rate (gensim 0.025, fastText 0.05, Firth's
+  params). Quality on every analogy question and similarity pair the vocabulary
+  covers (the same items for every tool: rows are Firth's vocabulary), words/s
+  and peak memory, per seed, each run in a fresh process.
+- ngram: Firth's modified Kneser-Ney (order lm.kn.order, the default's word
+  vocabulary) written as ARPA; KenLM's Python module reads that file and scores
+  the test split: the two perplexities must agree to 4 significant digits (same
+  model, two readers). KenLM's own estimator, lmplz, where it can be had (on PATH,
+  $FIRTH_LMPLZ, or built from the kenlm sdist on PyPI with cmake and Debian's
+  Boost), builds its model from the same tokens: build seconds and test
+  perplexity beside Firth's. NLTK's KneserNeyInterpolated on a slice (it is pure
+  Python): build and scoring seconds, perplexity at order 3.
+
+Comparisons of quality are paired bootstraps over the test items (and seeds), as
+the scorecard's: "Firth ahead", "peer ahead" or "inconclusive".
+
+    python benchmarks/peers.py                          # every task
+    python benchmarks/peers.py --tasks ngram
+    FIRTH_PROJECT=/path/to/trained/clone python benchmarks/peers.py
+
+The data come from a project whose prepare, subsample and fetch stages have run
+(FIRTH_PROJECT, default this checkout). Writes benchmarks/results/peers.json.
+Needs the peers extra: pip install -c requirements.lock -e '.[peers]'.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import json
+import math
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from common import head_commit, in_fresh_process, machine, speed_probe, write_result
+
+ROOT = Path(__file__).resolve().parents[1]
+PROJECT = Path(os.environ.get("FIRTH_PROJECT", ROOT))
+sys.path.insert(0, str(ROOT / "src"))
+
+CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "firth"
+VECTOR_TOOLS = {  # tool: (package, what it is)
+    "firth-sgns": ("firth", "Firth SGNS (negative sampling)"),
+    "gensim-sg-ns": ("gensim", "gensim Word2Vec skip-gram, negative sampling"),
+    "gensim-cbow-ns": ("gensim", "gensim Word2Vec CBOW, negative sampling"),
+    "gensim-sg-hs": ("gensim", "gensim Word2Vec skip-gram, hierarchical softmax"),
+    "firth-subword": ("firth", "Firth subword SGNS (character n-grams)"),
+    "fasttext-sg": ("fasttext", "fastText skip-gram with character n-grams"),
+}
+VECTOR_PAIRS = [  # (Firth's, the peer's)
+    ("firth-sgns", "gensim-sg-ns"),
+    ("firth-sgns", "gensim-cbow-ns"),
+    ("firth-sgns", "gensim-sg-hs"),
+    ("firth-subword", "fasttext-sg"),
+]
+
+
+def version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def peak_rss_mb() -> int:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+
+
+# -- word vectors -------------------------------------------------------------
+
+
+def _vectors_one(tool: str, seed: int, params: str, threads: int, queue) -> None:
+    import numpy as np
+    import torch
+
+    from firth.config import load_section
+    from firth.embeddings.analogy import evaluate_analogies, read_analogies
+    from firth.embeddings.config import Embeddings
+    from firth.embeddings.corpus import load_corpus
+    from firth.embeddings.methods import train_gensim, train_method
+    from firth.embeddings.similarity import cosines, read_pairs
+    from firth.embeddings.vectors import Embedding
+    from firth.query import stage_paths
+
+    cfg = load_section("embeddings", params, schema=Embeddings)
+    common = cfg.common.model_copy(update={"threads": threads, "device": "cpu"})
+    cfg = cfg.model_copy(update={"common": common})
+    torch.set_num_threads(threads)
+    c = cfg.common
+    corpus_path = PROJECT / "data/subsampled/text/train.txt"
+    data, sentences = load_corpus(
+        corpus_path, min_count=c.min_count, max_sentence_len=c.max_sentence_len
+    )
+    words = data.vocab.words
+    if tool == "firth-sgns":
+        out = train_method("sgns", data, sentences, cfg, seed=seed, progress=False)
+        emb, seconds = out.embedding, out.stats["seconds"]
+    elif tool == "firth-subword":
+        out = train_method("subword", data, sentences, cfg, seed=seed, progress=False)
+        emb, seconds = out.embedding, out.stats["seconds"]
+    elif tool.startswith("gensim-"):
+        out = train_gensim(
+            data, sentences, cfg, seed=seed, sg="-sg-" in tool, hs=tool.endswith("-hs")
+        )
+        emb, seconds = out.embedding, out.stats["seconds"]
+    elif tool == "fasttext-sg":
+        import fasttext
+
+        sub = cfg.subword
+        with tempfile.TemporaryDirectory() as tmp:
+            text = Path(tmp) / "train.txt"  # the same sentences, one per line
+            text.write_text("\n".join(" ".join(s) for s in sentences) + "\n")
+            t0 = time.perf_counter()
+            model = fasttext.train_unsupervised(
+                str(text),
+                model="skipgram",
+                dim=c.dim,
+                ws=c.window,
+                epoch=c.epochs,
+                minCount=c.min_count,
+                neg=c.negatives,
+                minn=sub.min_n,
+                maxn=sub.max_n,
+                bucket=sub.buckets,
+                t=c.sample,
+                thread=threads,
+                seed=seed,
+                verbose=0,
+            )
+            seconds = time.perf_counter() - t0
+        vecs = np.stack([model.get_word_vector(w) for w in words]).astype(np.float32)
+        emb = Embedding(words, vecs)
+    else:
+        raise SystemExit(f"unknown vector tool {tool!r}")
+    raw = stage_paths(PROJECT, "evaluate-embeddings@sgns")["eval"]
+    hits: dict = {}
+    ana = evaluate_analogies(
+        emb,
+        read_analogies(raw / "analogy-google" / "questions-words.txt"),
+        restrict=30000,
+        hits=hits,
+    )
+    row = {
+        "tool": tool,
+        "seed": seed,
+        "threads": threads,
+        "seconds": round(seconds, 2),
+        "words_per_second": round(data.vocab.total_tokens * c.epochs / seconds),
+        "peak_rss_mb": peak_rss_mb(),
+        "analogy_3cosadd": round(ana["3cosadd"], 5),
+        "analogy_covered": ana["covered"],
+        "items": {"analogy": hits["3cosadd"]},
+    }
+    for name in ("wordsim353", "simlex999"):
+        pairs = read_pairs(raw / name / "pairs.tsv")
+        cos = cosines(emb, pairs)
+        items = [(p[2], x) for p, x in zip(pairs, cos, strict=True) if x is not None]
+        gold, model_cos = zip(*items, strict=True)
+        from scipy import stats
+
+        row[f"{name}_spearman"] = round(float(stats.spearmanr(gold, model_cos)[0]), 5)
+        row[f"{name}_covered"] = len(items)
+        row["items"][name] = items
+    queue.put(row)
+
+
+VECTOR_METRICS = ("analogy_3cosadd", "wordsim353_spearman", "simlex999_spearman")
+
+
+def vectors(seeds: list[int], threads: int, rule) -> dict:
+    import numpy as np
+
+    from firth.inference import compare, ratio, side, spearman_metric
+
+    available = {t: version(pkg) for t, (pkg, _) in VECTOR_TOOLS.items()}
+    rows, skipped = [], {}
+    for tool, ver in available.items():
+        if ver is None:
+            pkg = VECTOR_TOOLS[tool][0]
+            skipped[tool] = f"{pkg} is not installed (pip install -e '.[peers]')"
+            continue
+        for seed in seeds:
+            row = in_fresh_process(
+                _vectors_one,
+                tool,
+                seed,
+                str(PROJECT / "params.yaml"),
+                threads,
+                label=f"{tool} seed {seed}",
+            )
+            print(
+                json.dumps({k: v for k, v in row.items() if k != "items"}), flush=True
+            )
+            rows.append(row)
+    summary = {}
+    for tool in dict.fromkeys(r["tool"] for r in rows):
+        mine = [r for r in rows if r["tool"] == tool]
+        entry = {
+            "what": VECTOR_TOOLS[tool][1],
+            "version": available[tool],
+            "runs": len(mine),
+        }
+        for key in ("words_per_second", "seconds", "peak_rss_mb", *VECTOR_METRICS):
+            vals = [r[key] for r in mine]
+            entry[key] = round(statistics.fmean(vals), 5)
+            entry[f"{key}_sd"] = (
+                round(statistics.stdev(vals), 5) if len(vals) > 1 else 0.0
+            )
+        summary[tool] = entry
+    metrics = {
+        "analogy": ("analogy_3cosadd", ratio("3CosAdd accuracy", "higher", 0, 1)),
+        "wordsim353": ("wordsim353_spearman", spearman_metric()),
+        "simlex999": ("simlex999_spearman", spearman_metric()),
+    }
+
+    def items(tool: str, name: str) -> list:
+        per_seed = []
+        for r in rows:
+            if r["tool"] == tool:
+                x = r["items"][name]
+                per_seed.append(
+                    np.array([[h, 1] for h in x]) if name == "analogy" else np.array(x)
+                )
+        return per_seed
+
+    comparisons = []
+    for ours, peer in VECTOR_PAIRS:
+        if ours not in summary or peer not in summary:
+            continue
+        entry = {
+            "firth": ours,
+            "peer": peer,
+            "words_per_second_ratio": round(
+                summary[ours]["words_per_second"] / summary[peer]["words_per_second"], 3
+            ),
+            "tests": {},
+        }
+        for name, (_key, metric) in metrics.items():
+            t = compare(
+                side(ours, items(ours, name)),
+                side(peer, items(peer, name)),
+                metric,
+                rule,
+            )
+            entry["tests"][name] = {
+                "outcome": OUTCOME[t.verdict],
+                "firth": round(t.a.score, 4),
+                "peer": round(t.b.score, 4),
+                "ratio": round(t.a.score / t.b.score, 3) if t.b.score else None,
+                "sentence": t.sentence(3),
+            }
+        comparisons.append(entry)
+    for r in rows:
+        r.pop("items")
+    return {
+        "corpus": "data/subsampled/text/train.txt",
+        "settings": "embeddings.common of params.yaml (dim, window, negatives, "
+        "sample, epochs, min_count); threads as given; fastText's n-grams from "
+        "embeddings.subword (min_n, max_n, buckets); learning rates each tool's own",
+        "rows": rows,
+        "summary": summary,
+        "comparisons": comparisons,
+        "skipped": skipped,
+    }
+
+
+OUTCOME = {
+    "holds": "Firth ahead",
+    "does not hold": "peer ahead",
+    "inconclusive": "inconclusive",
+}
+
+
+# -- n-gram LM ----------------------------------------------------------------
+
+
+def lmplz_binary(log: list[str]) -> tuple[str | None, str]:
+    """KenLM's estimator: $FIRTH_LMPLZ, lmplz on PATH, a cached build, or a new
+    build from the kenlm sdist (cmake, g++ and Boost's program_options, system,
+    thread and test libraries). (path, how it was had) or (None, why not)."""
+    for found in (os.environ.get("FIRTH_LMPLZ"), shutil.which("lmplz")):
+        if found:
+            return found, f"found at {found}"
+    ver = version("kenlm")
+    if ver is None:
+        return None, "kenlm is not installed, so its sdist version is unknown"
+    build = CACHE / f"kenlm-{ver}" / "build"
+    binary = build / "bin" / "lmplz"
+    if binary.exists():
+        return str(binary), f"built from the kenlm {ver} sdist (cached in {build})"
+    src = CACHE / f"kenlm-{ver}"
+    steps = [
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--no-deps",
+            "--no-binary",
+            ":all:",
+            f"kenlm=={ver}",
+            "-d",
+            str(src),
+        ],
+        [
+            "tar",
+            "xzf",
+            str(src / f"kenlm-{ver}.tar.gz"),
+            "-C",
+            str(src),
+            "--strip-components",
+            "1",
+        ],
+        ["cmake", "-S", str(src), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release"],
+        [
+            "cmake",
+            "--build",
+            str(build),
+            "--target",
+            "lmplz",
+            "-j",
+            str(os.cpu_count()),
+        ],
+    ]
+    src.mkdir(parents=True, exist_ok=True)
+    for cmd in steps:
+        log.append(" ".join(cmd))
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return None, f"{cmd[0]}: {exc}"
+        if proc.returncode != 0:
+            tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+            return None, f"`{' '.join(cmd[:3])} ...` failed: {' | '.join(tail)}"
+    return str(binary), f"built from the kenlm {ver} sdist with cmake"
+
+
+def _firth_kn(
+    train: list[list[str]], test: list[list[str]], order: int, arpa: str, queue
+):
+    import numpy as np
+
+    from firth.lm import kneser_ney
+    from firth.lm.arpa import write_arpa
+
+    t0 = time.perf_counter()
+    lm = kneser_ney.build(train, order=order)
+    build_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    counts = write_arpa(lm, arpa)
+    arpa_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    windows, _ = lm.windows(test)
+    nats = -lm.log_probs(windows)
+    score_s = time.perf_counter() - t0
+    score = lm.score(test)
+    # one window per word and one for </s>, sentence after sentence
+    ends = np.cumsum([len(s) + 1 for s in test])
+    starts = np.concatenate([[0], ends[:-1]])
+    per_line = [float(x) / math.log(2) for x in np.add.reduceat(nats, starts)]
+    assert len(nats) == ends[-1] and len(per_line) == len(test)
+    queue.put(
+        {
+            "build_seconds": round(build_s, 2),
+            "arpa_seconds": round(arpa_s, 2),
+            "ngrams": counts,
+            "perplexity": score["perplexity"],
+            "tokens": score["tokens"],
+            "score_seconds": round(score_s, 3),
+            "tokens_per_second": round(score["tokens"] / score_s),
+            "peak_rss_mb": peak_rss_mb(),
+            "line_bits": per_line,
+        }
+    )
+
+
+def _kenlm_score(path: str, test: list[list[str]]) -> dict:
+    import kenlm
+
+    t0 = time.perf_counter()
+    model = kenlm.Model(path)
+    load_s = time.perf_counter() - t0
+    lines = [" ".join(s) for s in test]
+    t0 = time.perf_counter()
+    log10 = [model.score(x, bos=True, eos=True) for x in lines]
+    score_s = time.perf_counter() - t0
+    tokens = sum(len(s) + 1 for s in test)
+    return {
+        "load_seconds": round(load_s, 2),
+        "perplexity": 10 ** (-sum(log10) / tokens),
+        "score_seconds": round(score_s, 4),
+        "tokens_per_second": round(tokens / score_s),
+        "line_bits": [-x * math.log2(10) for x in log10],
+    }
+
+
+def _nltk_slice(train, test, order: int, queue) -> None:
+    from nltk.lm import KneserNeyInterpolated
+    from nltk.lm.preprocessing import padded_everygram_pipeline
+
+    from firth.lm import kneser_ney
+
+    out = {}
+    t0 = time.perf_counter()
+    grams, vocab = padded_everygram_pipeline(order, train)
+    ref = KneserNeyInterpolated(order)
+    ref.fit(grams, vocab)
+    out["nltk_build_seconds"] = round(time.perf_counter() - t0, 2)
+    t0 = time.perf_counter()
+    nll, tokens = 0.0, 0
+    for s in test:  # the tokens Firth predicts: words and one </s>, order-1 <s> before
+        seq = ["<s>"] * (order - 1) + s + ["</s>"]
+        for j in range(order - 1, len(seq)):
+            nll -= ref.logscore(seq[j], seq[j - order + 1 : j])  # log2
+            tokens += 1
+    out["nltk_score_seconds"] = round(time.perf_counter() - t0, 2)
+    out["nltk_perplexity"] = 2 ** (nll / tokens)
+    out["nltk_tokens_per_second"] = round(tokens / out["nltk_score_seconds"])
+    t0 = time.perf_counter()
+    lm = kneser_ney.build(train, order=order)
+    out["firth_build_seconds"] = round(time.perf_counter() - t0, 3)
+    t0 = time.perf_counter()
+    score = lm.score(test)
+    out["firth_score_seconds"] = round(time.perf_counter() - t0, 3)
+    out["firth_perplexity"] = score["perplexity"]
+    out["tokens"] = tokens
+    queue.put(out)
+
+
+EQUAL_BPC = 0.001  # bits per character within which two n-gram models are the same
+
+
+def _respelt(sentence: list[str], rare: str) -> list[str]:
+    return [rare if w == "<unk>" else w for w in sentence]
+
+
+def ngram(rule, nltk_lines: int, nltk_test: int, workdir: Path) -> dict:
+    import numpy as np
+
+    from firth.config import load_sections
+    from firth.inference import bits_per_char_metric, compare, equivalent, side
+    from firth.lm.config import Lm
+    from firth.lm.data import build_vocabulary, read_lines
+
+    cfg, _ = load_sections("lm", PROJECT / "params.yaml", schema=Lm)
+    order, c = cfg.kn.order, cfg.common
+    text = PROJECT / "data/subsampled/text"
+    train_lines, test_lines = (
+        read_lines(text / "train.txt"),
+        read_lines(text / "test.txt"),
+    )
+    vocab = build_vocabulary(train_lines, unit="word", min_count=c.min_count)
+
+    def words(lines):
+        return [[vocab.tokens[i] for i in vocab.encode_line(x)] for x in lines]
+
+    train, test = words(train_lines), words(test_lines)
+    chars = [len(x) + 1 for x in test_lines]
+    arpa = str(workdir / "firth-kn.arpa")
+    firth = in_fresh_process(_firth_kn, train, test, order, arpa, label="Firth KN")
+    out: dict = {
+        "order": order,
+        "vocabulary": f"words seen {c.min_count}+ times in train.txt (lm.common."
+        "min_count); the rest are <unk>, in training and test alike",
+        "train_tokens": sum(len(s) for s in train),
+        "test_tokens": firth["tokens"],
+        "firth": {k: v for k, v in firth.items() if k != "line_bits"},
+        "skipped": {},
+    }
+    if version("kenlm") is None:
+        out["skipped"]["kenlm"] = "kenlm is not installed (pip install -e '.[peers]')"
+        return out
+    ken = _kenlm_score(arpa, test)
+    out["kenlm_reads_firth_arpa"] = {
+        **{k: v for k, v in ken.items() if k != "line_bits"},
+        "kenlm_version": version("kenlm"),
+        "agree_4_significant_digits": f"{ken['perplexity']:.4g}"
+        == f"{firth['perplexity']:.4g}",
+        "relative_difference": abs(ken["perplexity"] / firth["perplexity"] - 1),
+        "query_speed_ratio_firth_to_kenlm": round(
+            firth["tokens_per_second"] / ken["tokens_per_second"], 4
+        ),
+    }
+    log: list[str] = []
+    binary, how = lmplz_binary(log)
+    if binary is None:
+        out["skipped"]["lmplz"] = f"tried: {'; '.join(log)}; {how}"
+    else:
+        # lmplz refuses <unk> in its corpus: Firth's <unk> is an ordinary counted
+        # word, so the same tokens with another spelling make the same problem
+        rare = "<rare>"
+        if rare in vocab.tokens:
+            raise SystemExit(f"{rare!r} is a word of the corpus: pick another spelling")
+        corpus = workdir / "train.tok"
+        corpus.write_text("\n".join(" ".join(_respelt(s, rare)) for s in train) + "\n")
+        built = workdir / "lmplz.arpa"
+        t0 = time.perf_counter()
+        proc = subprocess.run(
+            [
+                binary,
+                "-o",
+                str(order),
+                "-S",
+                "40%",
+                "-T",
+                str(workdir),
+                "--text",
+                str(corpus),
+                "--arpa",
+                str(built),
+            ],
+            capture_output=True,
+            text=True,
+        )
+        seconds = time.perf_counter() - t0
+        if proc.returncode != 0:
+            out["skipped"]["lmplz"] = f"lmplz failed: {proc.stderr.strip()[-400:]}"
+        else:
+            theirs = _kenlm_score(str(built), [_respelt(s, rare) for s in test])
+            fs = side("firth", [np.column_stack([firth["line_bits"], chars])])
+            ks = side("lmplz", [np.column_stack([theirs["line_bits"], chars])])
+            t = compare(fs, ks, bits_per_char_metric(), rule)
+            same = equivalent(fs, ks, bits_per_char_metric(), rule, EQUAL_BPC)
+            header = built.read_text(encoding="utf-8").split("\n\n")[0]
+            counts = [int(x.split("=")[1]) for x in header.split("\n")[1:]]
+            out["lmplz"] = {
+                "how": how,
+                "command": f"lmplz -o {order} -S 40% --text train.tok "
+                "--arpa lmplz.arpa",
+                "build_seconds": round(seconds, 2),
+                "ngrams": counts,
+                "same_ngram_counts_as_firth": counts == firth["ngrams"],
+                "perplexity": theirs["perplexity"],
+                "build_speed_ratio_firth_to_lmplz": round(
+                    seconds / firth["build_seconds"], 4
+                ),
+                "bits_per_char": {
+                    "outcome": OUTCOME[t.verdict],
+                    "firth": round(t.a.score, 6),
+                    "peer": round(t.b.score, 6),
+                    "sentence": t.sentence(6),
+                    "equivalent_within": EQUAL_BPC,
+                    "equivalence": same.verdict,
+                    "equivalence_sentence": same.sentence(6),
+                },
+            }
+    if version("nltk") is not None:
+        part = train[:nltk_lines]
+        seen = {w for s in part for w in s}  # test words outside the slice: <unk>
+        part_test = [[w if w in seen else "<unk>" for w in s] for s in test[:nltk_test]]
+        row = in_fresh_process(_nltk_slice, part, part_test, 3, label="NLTK KN")
+        out["nltk_slice"] = {
+            "order": 3,
+            "train_lines": nltk_lines,
+            "test_lines": nltk_test,
+            "note": "not the same estimator: nltk has one discount (0.1) for every "
+            "order and no uniform floor; Firth's is modified Kneser-Ney. Test words "
+            "outside the slice's training lines are <unk> for both",
+            "nltk_version": version("nltk"),
+            **row,
+            "build_speed_ratio_firth_to_nltk": round(
+                row["nltk_build_seconds"] / max(row["firth_build_seconds"], 1e-9), 1
+            ),
+            "query_speed_ratio_firth_to_nltk": round(
+                row["nltk_score_seconds"] / max(row["firth_score_seconds"], 1e-9), 1
+            ),
+        }
+    return out
+
+
+# -- main ---------------------------------------------------------------------
+
+
+def main(argv=None) -> None:
+    from firth.inference import Rule
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument(
+        "--tasks", nargs="+", default=["vectors", "ngram"], choices=["vectors", "ngram"]
+    )
+    p.add_argument("--seeds", nargs="+", type=int, default=[13, 14])
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="threads of every tool (default: every core)",
+    )
+    p.add_argument("--nltk-lines", type=int, default=2000)
+    p.add_argument(
+        "--nltk-test",
+        type=int,
+        default=40,
+        help="test lines nltk scores (about 15 tokens/s)",
+    )
+    p.add_argument("--out", default=str(ROOT / "benchmarks/results/peers.json"))
+    args = p.parse_args(argv)
+    if not (PROJECT / "data/subsampled/text/train.txt").exists():
+        raise SystemExit(
+            f"{PROJECT}: no data/subsampled/text/train.txt; run `dvc repro` there "
+            "first (or point FIRTH_PROJECT at a trained clone)"
+        )
+    rule = Rule()
+    result = {
+        "command": " ".join(["python benchmarks/peers.py", *(argv or sys.argv[1:])]),
+        "head_commit": head_commit(ROOT),
+        "project": str(PROJECT),
+        "machine": machine(),
+        "speed_probe_before": speed_probe(),
+        "versions": {
+            k: version(k) for k in ("torch", "gensim", "fasttext", "kenlm", "nltk")
+        },
+        "rule": "paired bootstrap over test items (and seeds), "
+        f"{rule.resamples} replicates, {rule.confidence:.0%} intervals",
+        "tasks": {},
+    }
+    t0 = time.time()
+    if "vectors" in args.tasks:
+        result["tasks"]["vectors"] = vectors(args.seeds, args.threads, rule)
+    if "ngram" in args.tasks:
+        with tempfile.TemporaryDirectory() as tmp:
+            result["tasks"]["ngram"] = ngram(
+                rule, args.nltk_lines, args.nltk_test, Path(tmp)
+            )
+    for name in args.tasks:  # a task kept from an earlier run says when it was run
+        result["tasks"][name]["head_commit"] = result["head_commit"]
+    result["speed_probe_after"] = speed_probe()
+    result["wall_seconds"] = round(time.time() - t0, 1)
+    if Path(args.out).exists() and set(args.tasks) != {"vectors", "ngram"}:
+        old = json.loads(Path(args.out).read_text())  # keep the other tasks' results
+        result["tasks"] = {**old.get("tasks", {}), **result["tasks"]}
+    write_result(args.out, result)
+    print(json.dumps(result["tasks"], indent=1)[:4000])
+
+
+if __name__ == "__main__":
+    main()
