@@ -9,6 +9,7 @@ import multiprocessing as mp
 import os
 import platform
 import queue as queue_module
+import statistics
 import subprocess
 import time
 from pathlib import Path
@@ -33,6 +34,23 @@ def in_fresh_process(target, *args, label: str) -> dict:
                 ) from None
     proc.join()
     return row
+
+
+def mean_sd(rows: list[dict], group: str, keys) -> dict[str, dict]:
+    """Per value of ``rows``' field ``group`` (in first-seen order): the number of
+    runs, and the mean and sample standard deviation (0 for one run) of each key."""
+    out: dict[str, dict] = {}
+    for name in dict.fromkeys(r[group] for r in rows):
+        mine = [r for r in rows if r[group] == name]
+        entry: dict = {"runs": len(mine)}
+        for key in keys:
+            vals = [r[key] for r in mine]
+            entry[key] = round(statistics.fmean(vals), 5)
+            entry[f"{key}_sd"] = (
+                round(statistics.stdev(vals), 5) if len(vals) > 1 else 0.0
+            )
+        out[name] = entry
+    return out
 
 
 def repeat_seconds(fn, repeat: int) -> list[float]:

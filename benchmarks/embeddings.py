@@ -21,12 +21,11 @@ import json
 import os
 import platform
 import resource
-import statistics
 import sys
 import time
 from pathlib import Path
 
-from common import in_fresh_process, machine, write_result
+from common import in_fresh_process, machine, mean_sd, write_result
 
 ROOT = Path(__file__).resolve().parents[1]
 # the data and params a benchmark reads: a profile project (FIRTH_PROJECT, e.g.
@@ -106,18 +105,9 @@ def run_one(method, seed, corpus, params, threads, device="") -> dict:
 
 
 def summarise(rows: list[dict]) -> dict:
-    out: dict = {}
-    for method in dict.fromkeys(r["method"] for r in rows):
-        mine = [r for r in rows if r["method"] == method]
-        entry = {"runs": len(mine)}
-        for key in ("words_per_second", "seconds", "peak_rss_mb", *QUALITY):
-            vals = [r[key] for r in mine]
-            entry[key] = round(statistics.fmean(vals), 5)
-            entry[f"{key}_sd"] = (
-                round(statistics.stdev(vals), 5) if len(vals) > 1 else 0.0
-            )
-        out[method] = entry
-    return out
+    return mean_sd(
+        rows, "method", ("words_per_second", "seconds", "peak_rss_mb", *QUALITY)
+    )
 
 
 def main(argv=None) -> None:

@@ -40,14 +40,20 @@ import math
 import os
 import resource
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from common import head_commit, in_fresh_process, machine, speed_probe, write_result
+from common import (
+    head_commit,
+    in_fresh_process,
+    machine,
+    mean_sd,
+    speed_probe,
+    write_result,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = Path(os.environ.get("FIRTH_PROJECT", ROOT))
@@ -138,8 +144,7 @@ def _vectors_one(tool: str, seed: int, params: str, threads: int, queue) -> None
                 maxn=sub.max_n,
                 bucket=sub.buckets,
                 t=c.sample,
-                thread=threads,
-                seed=seed,
+                thread=threads,  # no seed in its Python API (0.9.3): runs differ
                 verbose=0,
             )
             seconds = time.perf_counter() - t0
@@ -207,21 +212,11 @@ def vectors(seeds: list[int], threads: int, rule) -> dict:
                 json.dumps({k: v for k, v in row.items() if k != "items"}), flush=True
             )
             rows.append(row)
-    summary = {}
-    for tool in dict.fromkeys(r["tool"] for r in rows):
-        mine = [r for r in rows if r["tool"] == tool]
-        entry = {
-            "what": VECTOR_TOOLS[tool][1],
-            "version": available[tool],
-            "runs": len(mine),
-        }
-        for key in ("words_per_second", "seconds", "peak_rss_mb", *VECTOR_METRICS):
-            vals = [r[key] for r in mine]
-            entry[key] = round(statistics.fmean(vals), 5)
-            entry[f"{key}_sd"] = (
-                round(statistics.stdev(vals), 5) if len(vals) > 1 else 0.0
-            )
-        summary[tool] = entry
+    keys = ("words_per_second", "seconds", "peak_rss_mb", *VECTOR_METRICS)
+    summary = {
+        tool: {"what": VECTOR_TOOLS[tool][1], "version": available[tool], **entry}
+        for tool, entry in mean_sd(rows, "tool", keys).items()
+    }
     metrics = {
         "analogy": ("analogy_3cosadd", ratio("3CosAdd accuracy", "higher", 0, 1)),
         "wordsim353": ("wordsim353_spearman", spearman_metric()),
@@ -271,7 +266,8 @@ def vectors(seeds: list[int], threads: int, rule) -> dict:
         "corpus": "data/subsampled/text/train.txt",
         "settings": "embeddings.common of params.yaml (dim, window, negatives, "
         "sample, epochs, min_count); threads as given; fastText's n-grams from "
-        "embeddings.subword (min_n, max_n, buckets); learning rates each tool's own",
+        "embeddings.subword (min_n, max_n, buckets); learning rates each tool's own; "
+        "fastText's Python API takes no seed, so its runs differ by thread timing",
         "rows": rows,
         "summary": summary,
         "comparisons": comparisons,

@@ -9,18 +9,11 @@ import re
 import numpy as np
 import pytest
 from gensim.test.utils import datapath
+from test_kneser_ney import TOY
 
 from firth.lm.arpa import write_arpa
 from firth.lm.kneser_ney import BOS, EOS, UNK, build
 
-TOY = [
-    "the cat sat on the mat".split(),
-    "the dog sat on the log".split(),
-    "a cat and a dog sat".split(),
-    "the cat saw the dog".split(),
-    "a dog saw a cat on the mat".split(),
-    "the mat".split(),
-]
 FIXED = [(0.5, 1.0, 1.4), (0.6, 1.1, 1.3), (0.7, 0.9, 1.5), (0.8, 1.2, 1.6)]
 
 

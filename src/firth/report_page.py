@@ -24,6 +24,7 @@ from firth.nli.report import nli_section
 from firth.nli.results import NliEval, NliTrain
 from firth.nmt.report import nmt_section
 from firth.nmt.results import NmtDetail, NmtEval, NmtTrain
+from firth.peers_report import peers_section
 from firth.report import (
     Section,
     not_run_section,
@@ -429,6 +430,7 @@ def build(
         dag_section(page.benchmark("dag")),
         throughput_section(page.benchmark("throughput")),
         cross_machine_section(page.benchmark("cross_machine")),
+        peers_section(page.benchmark("peers")),
     ):
         if bench is not None:
             page.sections.append(bench)

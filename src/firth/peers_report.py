@@ -1,0 +1,139 @@
+"""The report's "Peers on the same data" section, from benchmarks/results/peers.json
+(written by benchmarks/peers.py): Firth's trainers beside the tools the field
+already runs (gensim, fastText, KenLM, NLTK), same data, split, tokens and settings,
+one run on one machine; quality compared by the scorecard's paired bootstrap."""
+
+from __future__ import annotations
+
+from firth.report import Section
+
+TITLE = "Peers on the same data"
+
+
+def _f(x, digits: int = 4) -> str:
+    return "-" if x is None else f"{x:.{digits}g}"
+
+
+def _vectors(sec: Section, task: dict, notes: list[str]) -> None:
+    header = ["tool", "runs", "words/s", "3CosAdd", "WordSim-353", "SimLex-999"]
+    rows = [
+        [
+            f"{e['what']} ({e['version']})",
+            str(e["runs"]),
+            f"{e['words_per_second']:,.0f}",
+            *(
+                f"{e[k]:.4f} ± {e[k + '_sd']:.4f}"
+                for k in (
+                    "analogy_3cosadd",
+                    "wordsim353_spearman",
+                    "simlex999_spearman",
+                )
+            ),
+        ]
+        for e in task["summary"].values()
+    ]
+    sec.tables.append(("Word vectors: mean ± sd over seeds", (header, rows)))
+    header = ["Firth vs peer", "speed ratio", "3CosAdd", "WordSim-353", "SimLex-999"]
+    rows = []
+    for c in task["comparisons"]:
+        t = c["tests"]
+        rows.append(
+            [
+                f"{c['firth']} vs {c['peer']}",
+                f"{c['words_per_second_ratio']:.2f}x",
+                *(
+                    f"{t[n]['outcome']}: {t[n]['firth']:.4f} vs {t[n]['peer']:.4f}"
+                    for n in ("analogy", "wordsim353", "simlex999")
+                ),
+            ]
+        )
+    sec.tables.append(
+        ("Word vectors: Firth against each peer (paired bootstrap)", (header, rows))
+    )
+    for tool, why in task.get("skipped", {}).items():
+        notes.append(f"{tool} not run: {why}")
+
+
+def _ngram(sec: Section, task: dict, notes: list[str]) -> None:
+    f, k = task["firth"], task.get("kenlm_reads_firth_arpa")
+    header = ["model", "build s", "test perplexity", "scoring tokens/s"]
+    rows = [
+        [
+            f"Firth modified Kneser-Ney, order {task['order']}",
+            _f(f["build_seconds"]),
+            f"{f['perplexity']:.4f}",
+            f"{f['tokens_per_second']:,}",
+        ]
+    ]
+    if k:
+        rows.append(
+            [
+                f"the same model as ARPA, read by KenLM {k['kenlm_version']}",
+                f"(ARPA written in {f['arpa_seconds']:.3g} s)",
+                f"{k['perplexity']:.4f}",
+                f"{k['tokens_per_second']:,}",
+            ]
+        )
+    lm = task.get("lmplz")
+    if lm:
+        rows.append(
+            [
+                "KenLM lmplz, its own estimate from the same tokens",
+                _f(lm["build_seconds"]),
+                f"{lm['perplexity']:.4f}",
+                "(as KenLM above)",
+            ]
+        )
+    sec.tables.append(
+        (
+            f"N-gram LM on the test split ({task['test_tokens']:,} tokens)",
+            (header, rows),
+        )
+    )
+    if k:
+        notes.append(
+            "Firth's ARPA file read by KenLM gives Firth's perplexity to 4 significant "
+            f"digits: {k['agree_4_significant_digits']} (relative difference "
+            f"{k['relative_difference']:.1e})."
+        )
+    if lm:
+        b = lm["bits_per_char"]
+        notes.append(
+            f"lmplz against Firth, bits per character: {b['equivalence_sentence']} "
+            f"(equivalence within {b['equivalent_within']}); the same n-gram counts "
+            f"per order: {lm['same_ngram_counts_as_firth']}."
+        )
+    n = task.get("nltk_slice")
+    if n:
+        notes.append(
+            f"NLTK's KneserNeyInterpolated (order {n['order']}, the first "
+            f"{n['train_lines']:,} training lines, {n['test_lines']} test lines): "
+            f"built in {n['nltk_build_seconds']} s against Firth's "
+            f"{n['firth_build_seconds']} s, scored {n['nltk_tokens_per_second']} "
+            f"tokens/s, perplexity {n['nltk_perplexity']:.1f} against Firth's "
+            f"{n['firth_perplexity']:.1f} ({n['note']})."
+        )
+    for tool, why in task.get("skipped", {}).items():
+        notes.append(f"{tool} not run: {why}")
+
+
+def peers_section(result: dict | None) -> Section | None:
+    """None when the benchmark has not been run."""
+    tasks = (result or {}).get("tasks")
+    if not tasks:
+        return None
+    sec = Section(TITLE)
+    sec.intro = (
+        f"`{result['command']}` ran each peer and Firth's own trainer on the same "
+        "prepared data, split and tokens at matched settings, in one run on this "
+        f"{result['machine']['cpus']}-core machine. Quality differences are "
+        f"{result['rule']}: 'Firth ahead', 'peer ahead' or 'inconclusive' (a tie). "
+        "Speed ratios are Firth's rate over the peer's."
+    )
+    notes: list[str] = []
+    if "vectors" in tasks:
+        _vectors(sec, tasks["vectors"], notes)
+    if "ngram" in tasks:
+        _ngram(sec, tasks["ngram"], notes)
+    sec.intro = " ".join([sec.intro, *notes])
+    return sec

@@ -1,0 +1,92 @@
+"""The report's "Peers on the same data" section from peers.json: every tool's row,
+every comparison's outcome, the KenLM agreement and a skipped peer's reason."""
+
+from firth.peers_report import TITLE, peers_section
+
+
+def result() -> dict:
+    def tool(what, wps, ana):
+        return {
+            "what": what,
+            "version": "1.0",
+            "runs": 2,
+            "words_per_second": wps,
+            "analogy_3cosadd": ana,
+            "analogy_3cosadd_sd": 0.001,
+            "wordsim353_spearman": 0.5,
+            "wordsim353_spearman_sd": 0.01,
+            "simlex999_spearman": 0.2,
+            "simlex999_spearman_sd": 0.02,
+        }
+
+    def test(outcome, a, b):
+        return {"outcome": outcome, "firth": a, "peer": b}
+
+    return {
+        "command": "python benchmarks/peers.py",
+        "machine": {"cpus": 2},
+        "rule": "paired bootstrap over test items (and seeds)",
+        "tasks": {
+            "vectors": {
+                "summary": {
+                    "firth-sgns": tool("Firth SGNS", 900_000, 0.05),
+                    "gensim-sg-ns": tool("gensim skip-gram", 1_000_000, 0.04),
+                },
+                "comparisons": [
+                    {
+                        "firth": "firth-sgns",
+                        "peer": "gensim-sg-ns",
+                        "words_per_second_ratio": 0.9,
+                        "tests": {
+                            "analogy": test("Firth ahead", 0.05, 0.04),
+                            "wordsim353": test("inconclusive", 0.5, 0.49),
+                            "simlex999": test("peer ahead", 0.18, 0.2),
+                        },
+                    }
+                ],
+                "skipped": {"fasttext-sg": "fasttext is not installed"},
+            },
+            "ngram": {
+                "order": 5,
+                "test_tokens": 41384,
+                "firth": {
+                    "build_seconds": 14.4,
+                    "arpa_seconds": 21.7,
+                    "perplexity": 53.5173149,
+                    "tokens_per_second": 24366,
+                },
+                "kenlm_reads_firth_arpa": {
+                    "kenlm_version": "0.3.0",
+                    "perplexity": 53.5173150,
+                    "tokens_per_second": 3638990,
+                    "agree_4_significant_digits": True,
+                    "relative_difference": 2.3e-9,
+                },
+                "skipped": {"lmplz": "cmake: not found"},
+            },
+        },
+    }
+
+
+def test_section_lists_every_tool_comparison_and_reason():
+    sec = peers_section(result())
+    assert sec.title == TITLE
+    tables = dict(sec.tables)
+    (_, vec), (_, cmp), (_, lm) = (tables[t] for t in tables)
+    assert [r[0] for r in vec] == ["Firth SGNS (1.0)", "gensim skip-gram (1.0)"]
+    assert cmp[0][1:] == [
+        "0.90x",
+        "Firth ahead: 0.0500 vs 0.0400",
+        "inconclusive: 0.5000 vs 0.4900",
+        "peer ahead: 0.1800 vs 0.2000",
+    ]
+    assert lm[0][2] == "53.5173" and lm[1][2] == "53.5173"
+    assert "3,638,990" in lm[1][3]
+    assert "to 4 significant digits: True" in sec.intro
+    assert "fasttext-sg not run: fasttext is not installed" in sec.intro
+    assert "lmplz not run: cmake: not found" in sec.intro
+
+
+def test_no_section_before_the_benchmark_ran():
+    assert peers_section(None) is None
+    assert peers_section({"tasks": {}}) is None
