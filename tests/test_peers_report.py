@@ -51,6 +51,7 @@ def result() -> dict:
                 "test_tokens": 41384,
                 "firth": {
                     "build_seconds": 14.4,
+                    "ngrams": [3, 2],
                     "arpa_seconds": 21.7,
                     "perplexity": 53.5173149,
                     "tokens_per_second": 24366,

@@ -100,8 +100,9 @@ def _ngram(sec: Section, task: dict, notes: list[str]) -> None:
         b = lm["bits_per_char"]
         notes.append(
             f"lmplz against Firth, bits per character: {b['equivalence_sentence']} "
-            f"(equivalence within {b['equivalent_within']}); the same n-gram counts "
-            f"per order: {lm['same_ngram_counts_as_firth']}."
+            f"(equivalence within {b['equivalent_within']}); n-grams per order, "
+            f"Firth {f['ngrams']}, lmplz {lm['ngrams']} (lmplz adds its own <unk>: "
+            "Firth's, an ordinary counted word, is respelt <rare> for it)."
         )
     n = task.get("nltk_slice")
     if n:
