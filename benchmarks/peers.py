@@ -350,10 +350,10 @@ def lmplz_binary(log: list[str]) -> tuple[str | None, str]:
 def _firth_kn(
     train: list[list[str]], test: list[list[str]], order: int, arpa: str, queue
 ):
-    import numpy as np
-
     from firth.lm import kneser_ney
     from firth.lm.arpa import write_arpa
+    from firth.lm.lines import kn_by_line
+    from firth.lm.metrics import perplexity
 
     t0 = time.perf_counter()
     lm = kneser_ney.build(train, order=order)
@@ -362,26 +362,20 @@ def _firth_kn(
     counts = write_arpa(lm, arpa)
     arpa_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    windows, _ = lm.windows(test)
-    nats = -lm.log_probs(windows)
+    line_nats, line_tokens = kn_by_line(lm, test)  # what evaluate-lm scores with
     score_s = time.perf_counter() - t0
-    score = lm.score(test)
-    # one window per word and one for </s>, sentence after sentence
-    ends = np.cumsum([len(s) + 1 for s in test])
-    starts = np.concatenate([[0], ends[:-1]])
-    per_line = [float(x) / math.log(2) for x in np.add.reduceat(nats, starts)]
-    assert len(nats) == ends[-1] and len(per_line) == len(test)
+    tokens = int(line_tokens.sum())
     queue.put(
         {
             "build_seconds": round(build_s, 2),
             "arpa_seconds": round(arpa_s, 2),
             "ngrams": counts,
-            "perplexity": score["perplexity"],
-            "tokens": score["tokens"],
+            "perplexity": perplexity(float(line_nats.sum()), tokens),
+            "tokens": tokens,
             "score_seconds": round(score_s, 3),
-            "tokens_per_second": round(score["tokens"] / score_s),
+            "tokens_per_second": round(tokens / score_s),
             "peak_rss_mb": peak_rss_mb(),
-            "line_bits": per_line,
+            "line_bits": [float(x) / math.log(2) for x in line_nats],
         }
     )
 
