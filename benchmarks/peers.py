@@ -18,12 +18,23 @@ tokenisation, at matched settings, in one run on this machine.
   Boost), builds its model from the same tokens: build seconds and test
   perplexity beside Firth's. NLTK's KneserNeyInterpolated on a slice (it is pure
   Python): build and scoring seconds, perplexity at order 3.
+- nmt: Firth's Bahdanau attention GRU and transformer (its train-nmt and
+  evaluate-nmt stage scripts) against JoeyNMT's recurrent model with Bahdanau
+  attention and its transformer, on the default's KJV -> WEB split with Firth's
+  joint BPE (JoeyNMT reads the same subword pieces and vocabulary; its outputs
+  are decoded by the same tokenizer). Same sizes, dropout, label smoothing,
+  batch tokens, learning rate, warm-up share, clipping and epochs; beam 5 with
+  JoeyNMT's length penalty for both. Test BLEU and chrF (sacreBLEU), training
+  target tokens/s, decoding sentences/s. JoeyNMT runs from its own venv
+  (~/.cache/firth/joeynmt-2.3.0-venv, built by the script, or
+  $FIRTH_JOEYNMT_PYTHON): it pins protobuf < 3.21 and pulls linters.
 
 Comparisons of quality are paired bootstraps over the test items (and seeds), as
 the scorecard's: "Firth ahead", "peer ahead" or "inconclusive".
 
     python benchmarks/peers.py                          # every task
     python benchmarks/peers.py --tasks ngram
+    python benchmarks/peers.py --tasks nmt --nmt-models bahdanau
     FIRTH_PROJECT=/path/to/trained/clone python benchmarks/peers.py
 
 The data come from a project whose prepare, subsample and fetch stages have run
@@ -74,6 +85,9 @@ VECTOR_PAIRS = [  # (Firth's, the peer's)
     ("firth-sgns", "gensim-sg-hs"),
     ("firth-subword", "fasttext-sg"),
 ]
+
+
+TASKS = ("vectors", "ngram", "nmt")
 
 
 def version(package: str) -> str | None:
@@ -574,6 +588,543 @@ def ngram(rule, nltk_lines: int, nltk_test: int, workdir: Path) -> dict:
     return out
 
 
+# -- translation --------------------------------------------------------------
+
+JOEYNMT = "2.3.0"
+NMT_KINDS = ("bahdanau", "transformer")
+JOEYNMT_PACKAGES = (f"joeynmt=={JOEYNMT}", "importlib-metadata==10.2.0")
+
+
+def joeynmt_python(log: list[str]) -> tuple[str | None, str]:
+    """A Python that has JoeyNMT: $FIRTH_JOEYNMT_PYTHON, a cached venv, or a new
+    venv under ~/.cache/firth with joeynmt and this venv's torch version. JoeyNMT
+    2.3.0 pins protobuf < 3.21 and pulls tensorboard, pylint, flake8 and pytest,
+    so it is kept out of the project's environment."""
+    given = os.environ.get("FIRTH_JOEYNMT_PYTHON")
+    if given:
+        return given, f"$FIRTH_JOEYNMT_PYTHON ({given})"
+    venv = CACHE / f"joeynmt-{JOEYNMT}-venv"
+    python, done = venv / "bin/python", venv / ".installed"
+    if done.exists():
+        return str(python), f"cached venv {venv}"
+    torch_pin = f"torch=={version('torch').split('+')[0]}"
+    for cmd in (
+        [sys.executable, "-m", "venv", "--clear", str(venv)],
+        # joeynmt imports importlib_metadata without declaring it
+        [str(venv / "bin/pip"), "install", "-q", torch_pin, *JOEYNMT_PACKAGES],
+    ):
+        print(f"joeynmt: {' '.join(cmd)}", flush=True)
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            log.append(f"{' '.join(cmd)}: {proc.stderr.strip()[-300:]}")
+            return None, "could not install joeynmt"
+    done.touch()
+    how = f"venv {venv} built by this script: pip install {torch_pin} "
+    return str(python), how + " ".join(JOEYNMT_PACKAGES)
+
+
+def _joey_steps(src: list[int], tgt: list[int], batch: int, seed: int) -> int:
+    """Batches per epoch of JoeyNMT's token sampler (shuffled sentences, a batch
+    closes once its longest sentence times its size reaches ``batch``)."""
+    import random
+
+    order = list(range(len(src)))
+    random.Random(seed).shuffle(order)
+    steps, longest, size = 0, 0, 0
+    for i in order:
+        longest, size = max(longest, src[i], tgt[i]), size + 1
+        if longest * size >= batch:
+            steps, longest, size = steps + 1, 0, 0
+    return steps + (size > 0)
+
+
+def _joey_config(
+    kind: str,
+    seed: int,
+    epochs: int,
+    files: Path,
+    model_dir: Path,
+    steps: int,
+    cfg,
+    beam: int,
+    alpha: float,
+) -> dict:
+    """JoeyNMT's configuration at Firth's settings (nmt.common, nmt.transformer)."""
+    c = cfg.common
+    every = max(1, steps // c.evals_per_epoch)
+    logging = 10 if every >= 10 else every
+    every -= every % logging
+    lang = {
+        "level": "word",  # the text is already Firth's BPE pieces, space-separated
+        "lowercase": False,
+        "normalize": False,
+        "max_length": -1,
+        "min_length": -1,
+        "voc_file": str(files / "vocab.txt"),
+        "tokenizer_cfg": {"pretokenizer": "none"},
+    }
+    if kind == "transformer":
+        from firth.nmt.config import schedule
+
+        t, own = cfg.transformer, schedule(cfg, "transformer")
+        lr, warmup = own.lr, own.warmup
+        layer = {
+            "type": "transformer",
+            "num_layers": t.layers,
+            "num_heads": t.heads,
+            "hidden_size": c.emb_dim,
+            "ff_size": t.ff,
+            "dropout": c.dropout,
+            "embeddings": {
+                "embedding_dim": c.emb_dim,
+                "scale": True,
+                "dropout": c.dropout,
+            },
+        }
+        encoder, decoder = dict(layer), dict(layer)
+    else:
+        lr, warmup = c.lr, c.warmup
+        emb = {"embedding_dim": c.emb_dim, "dropout": c.dropout}
+        encoder = {
+            "type": "recurrent",
+            "rnn_type": c.cell,
+            "hidden_size": c.hidden // 2,
+            "bidirectional": True,
+            "num_layers": c.layers,
+            "dropout": c.dropout,
+            "embeddings": emb,
+        }
+        decoder = {
+            "type": "recurrent",
+            "rnn_type": c.cell,
+            "hidden_size": c.hidden,
+            "num_layers": 1,
+            "dropout": c.dropout,
+            "hidden_dropout": c.dropout,
+            "attention": "bahdanau",
+            "input_feeding": True,
+            "init_hidden": "bridge",
+            "embeddings": emb,
+        }
+    # Firth's warm-up share, then JoeyNMT's inverse square root decay (its plateau
+    # scheduler passes `verbose`, which torch 2.13's ReduceLROnPlateau refuses)
+    sched = {
+        "scheduling": "warmupinversesquareroot",
+        "learning_rate_warmup": max(1, round(warmup * steps * epochs)),
+    }
+    return {
+        "name": f"joeynmt-{kind}-{seed}",
+        "joeynmt_version": JOEYNMT,
+        "model_dir": str(model_dir),
+        "use_cuda": False,
+        "fp16": False,
+        "random_seed": seed,
+        "data": {
+            "train": str(files / "train"),
+            "dev": str(files / "valid"),
+            "test": str(files / "test"),
+            "dataset_type": "plain",
+            "src": {"lang": "src", **lang},
+            "trg": {"lang": "trg", **lang},
+        },
+        "testing": {
+            "beam_size": beam,
+            "beam_alpha": alpha,
+            "batch_size": cfg.common.eval_batch,
+            "batch_type": "sentence",
+            "eval_metrics": ["bleu"],
+            "max_output_length": -1,
+            "generate_unk": True,
+        },
+        "training": {
+            "optimizer": "adamw",
+            "adam_betas": [0.9, 0.999],
+            "learning_rate": lr,
+            "learning_rate_min": 1.0e-8,
+            "weight_decay": c.weight_decay,
+            "clip_grad_norm": c.clip,
+            "loss": "crossentropy",
+            "label_smoothing": c.label_smoothing,
+            "batch_size": c.batch_tokens,
+            "batch_type": "token",
+            "normalization": "tokens",
+            "epochs": epochs,
+            "validation_freq": every,
+            "logging_freq": logging,  # it must divide validation_freq
+            "early_stopping_metric": "loss",
+            "keep_best_ckpts": 1,
+            "overwrite": True,
+            "shuffle": True,
+            "print_valid_sents": [],
+            **sched,
+        },
+        "model": {
+            "initializer": "xavier_uniform",
+            "bias_initializer": "zeros",
+            "embed_initializer": "xavier_uniform",
+            "tied_embeddings": True,
+            "tied_softmax": True,
+            "encoder": encoder,
+            "decoder": decoder,
+        },
+    }
+
+
+def _joey_log(path: Path) -> dict:
+    """Training target tokens and seconds (validation excluded) from JoeyNMT's
+    epoch lines, and its steps and decoding seconds."""
+    import re
+
+    text = path.read_text(encoding="utf-8", errors="replace")
+    epochs = re.findall(r"num\. of tokens: (\d+), ([\d.]+)\[sec\]", text)
+    steps = re.findall(r"Step:\s+(\d+)", text)
+    gen = re.findall(r"Generation took ([\d.]+)\[sec\]", text)
+    return {
+        "tokens": sum(int(t) for t, _ in epochs),
+        "seconds": sum(float(s) for _, s in epochs),
+        "steps": int(steps[-1]) if steps else None,
+        "generation_seconds": [float(g) for g in gen],
+    }
+
+
+def _run(cmd: list[str], label: str, threads: int) -> None:
+    """Run one tool's command with ``threads`` OpenMP threads; a failure stops
+    the benchmark with the end of the command's output."""
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        tail = (proc.stdout + proc.stderr).strip()[-2000:]
+        raise SystemExit(f"{label} failed (exit {proc.returncode}):\n{tail}")
+
+
+def _firth_nmt(kind, seed, epochs, params, paths, work: Path, threads: int) -> dict:
+    """Train and evaluate one Firth run through its DVC stages' scripts."""
+    name = f"peer-{kind}-{seed}"
+    model, rep = work / "model" / name, work / "reports" / name
+    t0 = time.perf_counter()
+    _run(
+        [
+            sys.executable,
+            str(ROOT / "stages/train_nmt.py"),
+            name,
+            "--params",
+            str(params),
+            "--train",
+            str(paths["train"]),
+            "--valid",
+            str(paths["valid"]),
+            "--tokenizer",
+            str(paths["tokenizer"]),
+            "--out",
+            str(model),
+            "--reports",
+            str(rep),
+            "--checkpoint",
+            str(work / f"{name}.pt"),
+        ],
+        f"Firth train-nmt {kind} seed {seed}",
+        threads,
+    )
+    train_wall = time.perf_counter() - t0
+    out = work / "eval" / name
+    _run(
+        [
+            sys.executable,
+            str(ROOT / "stages/evaluate_nmt.py"),
+            name,
+            "--params",
+            str(params),
+            "--model",
+            str(model),
+            "--tokenizer",
+            str(paths["tokenizer"]),
+            "--test",
+            str(paths["test"]),
+            "--flags",
+            str(paths["flags"]),
+            "--out",
+            str(out),
+            "--reports",
+            str(rep),
+        ],
+        f"Firth evaluate-nmt {kind} seed {seed}",
+        threads,
+    )
+    train = json.loads((rep / "train.json").read_text())
+    detail = json.loads((rep / "eval_detail.json").read_text())
+    import csv
+
+    with open(out / "test.tsv", encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+    return {
+        "train_target_tokens": train["train_target_tokens"],
+        "train_seconds": train["train_seconds"],
+        "train_wall_seconds": round(train_wall, 1),
+        "steps": train["steps"],
+        "parameters": train["parameters"],
+        "best_valid_loss": round(train["best_valid_loss"], 4),
+        "decode_seconds": detail.get("decode_seconds", {}),
+        "greedy": [r["greedy"] for r in rows],
+        "beam": [r["beam"] for r in rows],
+    }
+
+
+def _joey_nmt(
+    python, tok, kind, seed, epochs, files, cfg, work, ev, steps, threads
+) -> dict:
+    import yaml
+
+    model_dir = work / f"joey-{kind}-{seed}"
+    conf = _joey_config(
+        kind, seed, epochs, files, model_dir, steps, cfg, ev.beam, ev.alpha
+    )
+    train_yaml = work / f"joey-{kind}-{seed}.yaml"
+    train_yaml.write_text(yaml.safe_dump(conf))
+    t0 = time.perf_counter()
+    _run(
+        [python, "-m", "joeynmt", "train", str(train_yaml), "--skip-test"],
+        f"joeynmt train {kind} seed {seed}",
+        threads,
+    )
+    train_wall = time.perf_counter() - t0
+    log = _joey_log(model_dir / "train.log")
+    row: dict = {
+        "train_target_tokens": log["tokens"],
+        "train_seconds": round(log["seconds"], 2),
+        "train_wall_seconds": round(train_wall, 1),
+        "steps": log["steps"],
+        "decode_seconds": {},
+    }
+    for decoding, width in (("greedy", 1), ("beam", ev.beam)):
+        test = {
+            **conf,
+            "data": {k: v for k, v in conf["data"].items() if k != "dev"},
+            "testing": {**conf["testing"], "beam_size": width},
+        }
+        test_yaml = work / f"joey-{kind}-{seed}-{decoding}.yaml"
+        test_yaml.write_text(yaml.safe_dump(test))
+        (model_dir / "test.log").unlink(missing_ok=True)
+        hyp = work / f"joey-{kind}-{seed}.{decoding}"
+        _run(
+            [
+                python,
+                "-m",
+                "joeynmt",
+                "test",
+                str(test_yaml),
+                "--output-path",
+                str(hyp),
+            ],
+            f"joeynmt test {kind} seed {seed}",
+            threads,
+        )
+        row["decode_seconds"][decoding] = round(
+            _joey_log(model_dir / "test.log")["generation_seconds"][-1], 2
+        )
+        lines = Path(f"{hyp}.test").read_text(encoding="utf-8").split("\n")[:-1]
+        row[decoding] = [
+            tok.decode(
+                [
+                    i
+                    for i in (tok.token_to_id(p) for p in line.split(" "))
+                    if i is not None and i > 3
+                ]
+            )
+            for line in lines
+        ]
+    return row
+
+
+def _nmt_stats(rows, tool: str, kind: str, decoding: str, metric: str) -> list:
+    """Each seed's per-verse sacreBLEU statistics of one tool's model."""
+    import numpy as np
+
+    return [
+        np.array(r["stats"][decoding][metric])
+        for r in rows
+        if r["tool"] == tool and r["model"] == kind
+    ]
+
+
+def nmt(
+    seeds: list[int], threads: int, rule, epochs: int, kinds, workdir: Path
+) -> dict:
+    import yaml
+
+    from firth.config import load_section, load_sections
+    from firth.evidence import BLEU_METRIC, CHRF_METRIC
+    from firth.inference import compare, side
+    from firth.nmt.config import EvaluateNmt, Nmt
+    from firth.nmt.data import load_tokenizer, read_pairs
+    from firth.nmt.evaluate import Scores
+
+    log: list[str] = []
+    python, how = joeynmt_python(log)
+    if python is None:
+        return {"skipped": {"joeynmt": f"tried: {'; '.join(log)}; {how}"}}
+    data = PROJECT / "data/subsampled/parallel"
+    paths = {
+        "train": data / "train.tsv",
+        "valid": data / "valid.tsv",
+        "test": data / "test.tsv",
+        "tokenizer": PROJECT / "data/tokenizers/parallel",
+        "flags": PROJECT / "data/audit/parallel/flags.tsv",
+    }
+    # Firth's settings, its runs at the peer's epochs, JoeyNMT's length penalty
+    params = yaml.safe_load((PROJECT / "params.yaml").read_text(encoding="utf-8"))
+    params["nmt"]["common"].update(threads=threads, device="cpu")
+    params["nmt"]["runs"] = {
+        f"peer-{k}-{s}": {"model": k, "seed": s, "epochs": float(epochs)}
+        for k in kinds
+        for s in seeds
+    }
+    params["evaluate_nmt"].update(penalty="gnmt", heatmaps=[])
+    params_path = workdir / "params.yaml"
+    params_path.write_text(yaml.safe_dump(params), encoding="utf-8")
+    cfg, _ = load_sections("nmt", params_path, schema=Nmt)
+    ev = load_section("evaluate_nmt", params_path, schema=EvaluateNmt)
+
+    tok = load_tokenizer(paths["tokenizer"] / "tokenizer.json")
+    files = workdir / "joey-data"
+    files.mkdir()
+    lengths = {}
+    for split in ("train", "valid", "test"):
+        pairs = read_pairs(paths[split])
+        for ext, texts in (("src", pairs.source), ("trg", pairs.target)):
+            pieces = [e.tokens for e in tok.encode_batch(list(texts))]
+            lengths[split, ext] = [len(p) for p in pieces]
+            (files / f"{split}.{ext}").write_text(
+                "".join(" ".join(p) + "\n" for p in pieces), encoding="utf-8"
+            )
+    vocab = [tok.id_to_token(i) for i in range(4, tok.get_vocab_size())]
+    (files / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    refs = list(read_pairs(paths["test"]).target)
+
+    rows = []
+    for kind in kinds:
+        for seed in seeds:
+            steps = _joey_steps(
+                lengths["train", "src"],
+                lengths["train", "trg"],
+                cfg.common.batch_tokens,
+                seed,
+            )
+            for tool in ("firth", "joeynmt"):
+                print(f"nmt: {tool} {kind} seed {seed}", flush=True)
+                if tool == "firth":
+                    row = _firth_nmt(
+                        kind, seed, epochs, params_path, paths, workdir, threads
+                    )
+                else:
+                    row = _joey_nmt(
+                        python,
+                        tok,
+                        kind,
+                        seed,
+                        epochs,
+                        files,
+                        cfg,
+                        workdir,
+                        ev,
+                        steps,
+                        threads,
+                    )
+                row = {"tool": tool, "model": kind, "seed": seed, **row}
+                row["system"] = f"{tool}-{kind}"
+                row["train_target_tokens_per_second"] = round(
+                    row["train_target_tokens"] / row["train_seconds"]
+                )
+                for decoding in ("greedy", "beam"):
+                    sc = Scores(row[decoding], refs)
+                    row[f"{decoding}_bleu"] = round(sc.score("bleu"), 3)
+                    row[f"{decoding}_chrf"] = round(sc.score("chrf"), 3)
+                    row[f"{decoding}_sentences_per_second"] = round(
+                        len(refs) / row["decode_seconds"][decoding], 1
+                    )
+                    row.setdefault("stats", {})[decoding] = sc.stats
+                rows.append(row)
+                print(
+                    json.dumps(
+                        {
+                            k: v
+                            for k, v in row.items()
+                            if k not in ("greedy", "beam", "stats")
+                        }
+                    ),
+                    flush=True,
+                )
+    keys = (
+        "train_target_tokens_per_second",
+        "train_seconds",
+        "train_wall_seconds",
+        "greedy_bleu",
+        "greedy_chrf",
+        "beam_bleu",
+        "beam_chrf",
+        "greedy_sentences_per_second",
+        "beam_sentences_per_second",
+    )
+    summary = mean_sd(rows, "system", keys)
+    metrics = {"bleu": BLEU_METRIC, "chrf": CHRF_METRIC}
+    comparisons = []
+    for kind in kinds:
+        ours, peer = summary.get(f"firth-{kind}"), summary.get(f"joeynmt-{kind}")
+        if ours is None or peer is None:
+            continue
+        entry = {
+            "model": kind,
+            "train_tokens_per_second_ratio": round(
+                ours["train_target_tokens_per_second"]
+                / peer["train_target_tokens_per_second"],
+                3,
+            ),
+            "beam_sentences_per_second_ratio": round(
+                ours["beam_sentences_per_second"] / peer["beam_sentences_per_second"], 3
+            ),
+            "tests": {},
+        }
+        for decoding in ("greedy", "beam"):
+            for name, metric in metrics.items():
+                t = compare(
+                    side("firth", _nmt_stats(rows, "firth", kind, decoding, name)),
+                    side("joeynmt", _nmt_stats(rows, "joeynmt", kind, decoding, name)),
+                    metric,
+                    rule,
+                )
+                entry["tests"][f"{decoding}_{name}"] = {
+                    "outcome": OUTCOME[t.verdict],
+                    "firth": round(t.a.score, 3),
+                    "peer": round(t.b.score, 3),
+                    "sentence": t.sentence(2),
+                }
+        comparisons.append(entry)
+    for r in rows:
+        for k in ("greedy", "beam", "stats"):
+            r.pop(k)
+    return {
+        "data": "data/subsampled/parallel (KJV -> WEB verses), Firth's joint BPE "
+        "(data/tokenizers/parallel) for both: JoeyNMT reads the same subword pieces "
+        "(level word, Firth's vocabulary) and its outputs are decoded by the same "
+        "tokenizer; sacreBLEU's BLEU and chrF on the detokenised test verses",
+        "joeynmt": {"version": JOEYNMT, "how": how},
+        "settings": f"{epochs} epoch(s) each; nmt.common of params.yaml for both "
+        "(embedding and hidden sizes, dropout, label smoothing, batch_tokens, "
+        "lr, clip, evaluations per epoch), AdamW, tied embeddings; transformer: "
+        "nmt.transformer (layers, heads, ff, lr, warm-up). Schedules each tool's "
+        "own after the same warm-up share: Firth cosine decay, JoeyNMT inverse "
+        "square root. Beam 5 with JoeyNMT's "
+        "length penalty ((5 + |y|) / 6)^alpha for both (evaluate_nmt.penalty "
+        "gnmt); JoeyNMT's batches are shuffled sentences (padding counts against "
+        "batch_tokens), Firth's length-sorted. Tokens/s: training target tokens "
+        "per second of training steps (validation excluded), as each tool logs "
+        f"it; {threads} threads each",
+        "rows": rows,
+        "summary": summary,
+        "comparisons": comparisons,
+        "skipped": {},
+    }
+
+
 # -- main ---------------------------------------------------------------------
 
 
@@ -581,9 +1132,7 @@ def main(argv=None) -> None:
     from firth.inference import Rule
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument(
-        "--tasks", nargs="+", default=["vectors", "ngram"], choices=["vectors", "ngram"]
-    )
+    p.add_argument("--tasks", nargs="+", default=list(TASKS), choices=TASKS)
     p.add_argument("--seeds", nargs="+", type=int, default=[13, 14])
     p.add_argument(
         "--threads",
@@ -592,6 +1141,12 @@ def main(argv=None) -> None:
         help="threads of every tool (default: every core)",
     )
     p.add_argument("--nltk-lines", type=int, default=2000)
+    p.add_argument(
+        "--nmt-epochs", type=int, default=1, help="epochs of every NMT run (both tools)"
+    )
+    p.add_argument(
+        "--nmt-models", nargs="+", default=list(NMT_KINDS), choices=NMT_KINDS
+    )
     p.add_argument(
         "--nltk-test",
         type=int,
@@ -627,11 +1182,21 @@ def main(argv=None) -> None:
             result["tasks"]["ngram"] = ngram(
                 rule, args.nltk_lines, args.nltk_test, Path(tmp)
             )
+    if "nmt" in args.tasks:
+        with tempfile.TemporaryDirectory() as tmp:
+            result["tasks"]["nmt"] = nmt(
+                args.seeds,
+                args.threads,
+                rule,
+                args.nmt_epochs,
+                args.nmt_models,
+                Path(tmp),
+            )
     for name in args.tasks:  # a task kept from an earlier run says when it was run
         result["tasks"][name]["head_commit"] = result["head_commit"]
     result["speed_probe_after"] = speed_probe()
     result["wall_seconds"] = round(time.time() - t0, 1)
-    if Path(args.out).exists() and set(args.tasks) != {"vectors", "ngram"}:
+    if Path(args.out).exists() and set(args.tasks) != set(TASKS):
         old = json.loads(Path(args.out).read_text())  # keep the other tasks' results
         result["tasks"] = {**old.get("tasks", {}), **result["tasks"]}
     write_result(args.out, result)
