@@ -28,6 +28,12 @@ tokenisation, at matched settings, in one run on this machine.
   target tokens/s, decoding sentences/s. JoeyNMT runs from its own venv
   (~/.cache/firth/joeynmt-2.3.0-venv, built by the script, or
   $FIRTH_JOEYNMT_PYTHON): it pins protobuf < 3.21 and pulls linters.
+- taggers: Firth's BiLSTM-CRF (its train-tagger stage script, character BiLSTM)
+  against flair's SequenceTagger (BiLSTM-CRF, character BiLSTM) on WNUT-16 and
+  the WSJ POS sample, the default's splits, both starting from the same SGNS
+  vectors of the seed: seqeval entity F1 or token accuracy on the test split,
+  training and tagging sentences/s. flair runs benchmarks/peers_flair.py from
+  its own venv (~/.cache/firth/flair-0.15.1-venv or $FIRTH_FLAIR_PYTHON).
 
 Comparisons of quality are paired bootstraps over the test items (and seeds), as
 the scorecard's: "Firth ahead", "peer ahead" or "inconclusive".
@@ -35,6 +41,7 @@ the scorecard's: "Firth ahead", "peer ahead" or "inconclusive".
     python benchmarks/peers.py                          # every task
     python benchmarks/peers.py --tasks ngram
     python benchmarks/peers.py --tasks nmt --nmt-models bahdanau
+    python benchmarks/peers.py --tasks taggers --seeds 13
     FIRTH_PROJECT=/path/to/trained/clone python benchmarks/peers.py
 
 The data come from a project whose prepare, subsample and fetch stages have run
@@ -87,7 +94,7 @@ VECTOR_PAIRS = [  # (Firth's, the peer's)
 ]
 
 
-TASKS = ("vectors", "ngram", "nmt")
+TASKS = ("vectors", "ngram", "nmt", "taggers")
 
 
 def version(package: str) -> str | None:
@@ -1125,6 +1132,283 @@ def nmt(
     }
 
 
+# -- taggers ------------------------------------------------------------------
+
+FLAIR = "0.15.1"
+FLAIR_DATA = ("wnut16", "wsj-pos-sample")
+
+
+def flair_python(log: list[str]) -> tuple[str | None, str]:
+    """A Python that has flair: $FIRTH_FLAIR_PYTHON, a cached venv, or a new venv
+    under ~/.cache/firth with flair, gensim (its word2vec reader) and this venv's
+    torch and gensim versions (flair pulls transformers, boto3 and more, kept out
+    of the project's environment)."""
+    given = os.environ.get("FIRTH_FLAIR_PYTHON")
+    if given:
+        return given, f"$FIRTH_FLAIR_PYTHON ({given})"
+    venv = CACHE / f"flair-{FLAIR}-venv"
+    python, done = venv / "bin/python", venv / ".installed"
+    if done.exists():
+        return str(python), f"cached venv {venv}"
+    pins = [
+        f"torch=={version('torch').split('+')[0]}",
+        f"gensim=={version('gensim')}",
+        f"flair=={FLAIR}",
+    ]
+    for cmd in (
+        [sys.executable, "-m", "venv", "--clear", str(venv)],
+        [str(venv / "bin/pip"), "install", "-q", *pins],
+    ):
+        print(f"flair: {' '.join(cmd)}", flush=True)
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            log.append(f"{' '.join(cmd)}: {proc.stderr.strip()[-300:]}")
+            return None, "could not install flair"
+    done.touch()
+    return str(
+        python
+    ), f"venv {venv} built by this script: pip install {' '.join(pins)}"
+
+
+def _firth_tag_one(folder: str, test: list, threads: int, queue) -> None:
+    """Tag ``test`` with a trained cell's pretrained-init model, timed."""
+    import torch
+
+    from firth.io import read_json
+    from firth.query.tag import predict_tags
+    from firth.tagging.config import TaggerCommon
+    from firth.tagging.data import Vocab
+    from firth.tagging.models import build_tagger
+
+    torch.set_num_threads(threads)
+    cfg = read_json(Path(folder) / "config.json")
+    init = cfg["inits"][-1]
+    vocab = Vocab.from_json(read_json(Path(folder) / f"vocab-{init}.json"))
+    common = TaggerCommon.model_validate(cfg["common"])
+    model = build_tagger(vocab, cfg["head"], common)
+    model.load_state_dict(torch.load(Path(folder) / f"{init}.pt", weights_only=True))
+    model.eval()
+    predict_tags(model, vocab, torch.device("cpu"), test)  # warm-up, as for flair
+    t0 = time.perf_counter()
+    pred = predict_tags(model, vocab, torch.device("cpu"), test)
+    queue.put({"init": init, "tag_seconds": time.perf_counter() - t0, "pred": pred})
+
+
+def taggers(seeds: list[int], threads: int, rule, workdir: Path) -> dict:
+    import yaml
+
+    from firth.evidence import ACCURACY, F1
+    from firth.inference import compare, side
+    from firth.tagging.data import read_split
+    from firth.tagging.evaluate import gold_entities, sentence_stats
+
+    log: list[str] = []
+    python, how = flair_python(log)
+    if python is None:
+        return {"skipped": {"flair": f"tried: {'; '.join(log)}; {how}"}}
+    params = yaml.safe_load((PROJECT / "params.yaml").read_text(encoding="utf-8"))
+    t = params["tagger"]
+    t["common"].update(chars="lstm", threads=threads, device="cpu")
+    t.update(heads=["crf"], seeds=list(seeds), data=list(FLAIR_DATA))
+    params_path = workdir / "params.yaml"
+    params_path.write_text(yaml.safe_dump(params), encoding="utf-8")
+    c = t["common"]
+    vectors = PROJECT / "data/embeddings" / t["vectors"]
+    rows, stats = [], {}
+    for data in FLAIR_DATA:
+        folder = PROJECT / "data/subsampled/tagged" / data
+        test = read_split(folder / "test.conll")
+        words = [list(w) for w, _ in test]
+        gold = [list(g) for _, g in test]
+        bio = all(x == "O" or x[:2] in ("B-", "I-") for g in gold for x in g)
+        n_gold = gold_entities(gold) if bio else [0] * len(gold)
+        for seed in seeds:
+            seed_vectors = vectors / f"seed-{seed}"
+            if not seed_vectors.exists():
+                seed_vectors = next(iter(sorted(vectors.glob("seed-*"))))
+            for tool in ("firth", "flair"):
+                print(f"taggers: {tool} {data} seed {seed}", flush=True)
+                out = workdir / f"{tool}-{data}-{seed}"
+                if tool == "firth":
+                    rep = out / "reports"
+                    _run(
+                        [
+                            sys.executable,
+                            str(ROOT / "stages/train_tagger.py"),
+                            data,
+                            "crf",
+                            str(seed),
+                            "--params",
+                            str(params_path),
+                            "--train",
+                            str(folder / "train.conll"),
+                            "--valid",
+                            str(folder / "valid.conll"),
+                            "--vectors",
+                            str(vectors),
+                            "--out",
+                            str(out / "model"),
+                            "--reports",
+                            str(rep),
+                            "--checkpoints",
+                            str(out / "checkpoints"),
+                        ],
+                        f"Firth train-tagger {data} seed {seed}",
+                        threads,
+                    )
+                    trained = json.loads((rep / "train.json").read_text())
+                    tagged = in_fresh_process(
+                        _firth_tag_one,
+                        str(out / "model"),
+                        words,
+                        threads,
+                        label=f"Firth tagger {data} seed {seed}",
+                    )
+                    m = next(
+                        x for x in trained["models"] if x["init"] == tagged["init"]
+                    )
+                    row = {
+                        "train_sentences_per_second": m["sentences_per_second"],
+                        "train_seconds": m["train_seconds"],
+                        "epochs_run": m["epochs_run"],
+                        "best_epoch": m["best_epoch"],
+                        "parameters": m["parameters"],
+                        "tag_seconds": round(tagged["tag_seconds"], 3),
+                    }
+                    pred = tagged["pred"]
+                else:
+                    settings = {
+                        "data": str(folder),
+                        "vectors": str(seed_vectors / "vectors.txt"),
+                        "seed": seed,
+                        "threads": threads,
+                        "out": str(out),
+                        "hidden": c["hidden"],
+                        "char_dim": c["char_dim"],
+                        "char_hidden": c["char_hidden"],
+                        "dropout": c["dropout"],
+                        "word_dropout": 0.05,
+                        "lr": c["lr"],
+                        "batch": c["batch"],
+                        "epochs": c["epochs"],
+                        "patience": c["patience"],
+                        "eval_batch": params["evaluate_tagger"]["batch"],
+                    }
+                    conf = workdir / f"flair-{data}-{seed}.json"
+                    conf.write_text(json.dumps(settings))
+                    _run(
+                        [python, str(ROOT / "benchmarks/peers_flair.py"), str(conf)],
+                        f"flair {data} seed {seed}",
+                        threads,
+                    )
+                    res = json.loads((out / "result.json").read_text())
+                    row = {
+                        k: res[k]
+                        for k in (
+                            "train_sentences_per_second",
+                            "train_seconds",
+                            "parameters",
+                            "tag_seconds",
+                            "flair_version",
+                        )
+                    }
+                    blocks = (out / "predictions.tsv").read_text(encoding="utf-8")
+                    pred = [b.split("\n") for b in blocks.rstrip("\n").split("\n\n")]
+                    if [len(p) for p in pred] != [len(g) for g in gold]:
+                        raise SystemExit(
+                            f"flair {data} seed {seed}: predictions "
+                            "do not align with the test tokens"
+                        )
+                st = sentence_stats(gold, pred, bio=bio)
+                zero = [0] * len(gold)
+                cols = [
+                    st.get("tp", zero),
+                    st.get("pred", zero),
+                    n_gold,
+                    st.get("invalid", zero),
+                    [1] * len(gold),
+                    st["correct"],
+                    [len(g) for g in gold],
+                ]
+                import numpy as np
+
+                stats.setdefault((data, tool), []).append(np.array(cols, float).T)
+                metric = F1 if bio else ACCURACY
+                row = {
+                    "tool": tool,
+                    "data": data,
+                    "seed": seed,
+                    "system": f"{tool}-{data}",
+                    "metric": metric.name,
+                    "score": round(metric.score(stats[data, tool][-1]), 3),
+                    "tag_sentences_per_second": round(
+                        len(gold) / max(row["tag_seconds"], 1e-9), 1
+                    ),
+                    **row,
+                }
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    keys = (
+        "score",
+        "train_sentences_per_second",
+        "train_seconds",
+        "tag_sentences_per_second",
+    )
+    summary = mean_sd(rows, "system", keys)
+    comparisons = []
+    for data in FLAIR_DATA:
+        ours, peer = summary[f"firth-{data}"], summary[f"flair-{data}"]
+        metric = next(r for r in rows if r["data"] == data)["metric"]
+        metric = F1 if metric == F1.name else ACCURACY
+        test_ = compare(
+            side("firth", stats[data, "firth"]),
+            side("flair", stats[data, "flair"]),
+            metric,
+            rule,
+        )
+        comparisons.append(
+            {
+                "data": data,
+                "metric": metric.name,
+                "outcome": OUTCOME[test_.verdict],
+                "firth": round(test_.a.score, 3),
+                "peer": round(test_.b.score, 3),
+                "sentence": test_.sentence(2),
+                "train_sentences_per_second_ratio": round(
+                    ours["train_sentences_per_second"]
+                    / peer["train_sentences_per_second"],
+                    3,
+                ),
+                "tag_sentences_per_second_ratio": round(
+                    ours["tag_sentences_per_second"] / peer["tag_sentences_per_second"],
+                    3,
+                ),
+            }
+        )
+    return {
+        "data": "data/subsampled/tagged/<data>/{train,valid,test}.conll of the "
+        "default (the same splits for both); test scores by seqeval's entities "
+        "(WNUT-16, BIO) or token accuracy (WSJ POS), from each tool's predicted tags",
+        "flair": {"version": FLAIR, "how": how},
+        "settings": "BiLSTM-CRF, word vectors tagger.vectors (seed s: Firth's "
+        "data/embeddings/<vectors>/seed-<s>/vectors.txt) fine-tuned, character "
+        "BiLSTM (tagger.common.char_dim, char_hidden per direction; Firth's "
+        "chars: lstm), hidden, dropout, batch, Adam lr, at most tagger.common."
+        "epochs with the best validation epoch kept, from params.yaml. Each "
+        "tool's own: Firth stops after `patience` epochs without a better "
+        "validation score and reads training singletons as <unk> with "
+        "probability word_dropout; flair halves the rate after `patience` such "
+        "epochs and drops whole words with probability 0.05 (its default). "
+        "Training sentences/s over training steps (validation excluded); "
+        f"tagging: the test split, batches of evaluate_tagger.batch; {threads} "
+        "threads each",
+        "rows": rows,
+        "summary": summary,
+        "comparisons": comparisons,
+        "skipped": {},
+    }
+
+
 # -- main ---------------------------------------------------------------------
 
 
@@ -1191,6 +1475,11 @@ def main(argv=None) -> None:
                 args.nmt_epochs,
                 args.nmt_models,
                 Path(tmp),
+            )
+    if "taggers" in args.tasks:
+        with tempfile.TemporaryDirectory() as tmp:
+            result["tasks"]["taggers"] = taggers(
+                args.seeds, args.threads, rule, Path(tmp)
             )
     for name in args.tasks:  # a task kept from an earlier run says when it was run
         result["tasks"][name]["head_commit"] = result["head_commit"]
