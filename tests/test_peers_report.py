@@ -65,7 +65,61 @@ def result() -> dict:
                 },
                 "skipped": {"lmplz": "cmake: not found"},
             },
+            "nmt": {
+                "summary": {
+                    "firth-bahdanau": nmt_row(6500, 50.1),
+                    "joeynmt-bahdanau": nmt_row(2100, 48.7),
+                },
+                "comparisons": [
+                    {
+                        "model": "bahdanau",
+                        "train_tokens_per_second_ratio": 3.1,
+                        "beam_sentences_per_second_ratio": 11.8,
+                        "tests": {
+                            "beam_bleu": test("inconclusive", 50.1, 48.7),
+                            "beam_chrf": test("Firth ahead", 66.0, 64.2),
+                        },
+                    }
+                ],
+                "settings": "1 epoch each",
+                "skipped": {},
+            },
+            "taggers": {
+                "summary": {
+                    "firth-wnut16": tag_row(0.31, 450.0),
+                    "flair-wnut16": tag_row(0.33, 100.0),
+                },
+                "comparisons": [
+                    {
+                        "data": "wnut16",
+                        "metric": "entity F1",
+                        "outcome": "peer ahead",
+                        "train_sentences_per_second_ratio": 4.5,
+                        "tag_sentences_per_second_ratio": 3.5,
+                    }
+                ],
+                "skipped": {},
+            },
         },
+    }
+
+
+def nmt_row(tps, bleu):
+    return {
+        "runs": 2,
+        "train_target_tokens_per_second": tps,
+        "beam_sentences_per_second": 40.0,
+        **{k: bleu for k in ("greedy_bleu", "beam_bleu", "beam_chrf")},
+        **{f"{k}_sd": 0.5 for k in ("greedy_bleu", "beam_bleu", "beam_chrf")},
+    }
+
+
+def tag_row(score, sps):
+    return {
+        "runs": 2,
+        "score": score,
+        "score_sd": 0.01,
+        "train_sentences_per_second": sps,
     }
 
 
@@ -73,7 +127,9 @@ def test_section_lists_every_tool_comparison_and_reason():
     sec = peers_section(result())
     assert sec.title == TITLE
     tables = dict(sec.tables)
-    (_, vec), (_, cmp), (_, lm) = (tables[t] for t in tables)
+    (_, vec), (_, cmp), (_, lm), (_, mt), (_, mt_cmp), (_, tag) = (
+        tables[t] for t in tables
+    )
     assert [r[0] for r in vec] == ["Firth SGNS (1.0)", "gensim skip-gram (1.0)"]
     assert cmp[0][1:] == [
         "0.90x",
@@ -86,6 +142,27 @@ def test_section_lists_every_tool_comparison_and_reason():
     assert "to 4 significant digits: True" in sec.intro
     assert "fasttext-sg not run: fasttext is not installed" in sec.intro
     assert "lmplz not run: cmake: not found" in sec.intro
+    assert [r[0] for r in mt] == [
+        "Firth GRU + Bahdanau attention",
+        "JoeyNMT GRU + Bahdanau attention",
+    ]
+    assert mt[0][2] == "6,500" and mt[1][4] == "48.70 ± 0.50"
+    assert mt_cmp[0] == [
+        "GRU + Bahdanau attention",
+        "3.10x",
+        "11.80x",
+        "inconclusive: 50.10 vs 48.70",
+        "Firth ahead: 66.00 vs 64.20",
+    ]
+    assert "Translation settings: 1 epoch each." in sec.intro
+    assert tag[0][:5] == [
+        "wnut16",
+        "entity F1",
+        "0.310 ± 0.010",
+        "0.330 ± 0.010",
+        "peer ahead",
+    ]
+    assert tag[0][5] == "4.50x (450 vs 100/s)" and tag[0][6] == "3.50x"
 
 
 def test_no_section_before_the_benchmark_ran():

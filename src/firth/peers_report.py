@@ -1,7 +1,8 @@
 """The report's "Peers on the same data" section, from benchmarks/results/peers.json
 (written by benchmarks/peers.py): Firth's trainers beside the tools the field
-already runs (gensim, fastText, KenLM, NLTK), same data, split, tokens and settings,
-one run on one machine; quality compared by the scorecard's paired bootstrap."""
+already runs (gensim, fastText, KenLM, NLTK, JoeyNMT, flair), same data, split,
+tokens and settings, one run on one machine; quality compared by the scorecard's
+paired bootstrap."""
 
 from __future__ import annotations
 
@@ -118,6 +119,101 @@ def _ngram(sec: Section, task: dict, notes: list[str]) -> None:
         notes.append(f"{tool} not run: {why}")
 
 
+NMT_LABEL = {"bahdanau": "GRU + Bahdanau attention", "transformer": "transformer"}
+
+
+def _nmt(sec: Section, task: dict, notes: list[str]) -> None:
+    header = [
+        "system",
+        "runs",
+        "train tokens/s",
+        "greedy BLEU",
+        "beam BLEU",
+        "beam chrF",
+        "beam sentences/s",
+    ]
+    rows = []
+    for name, e in task.get("summary", {}).items():
+        tool, _, model = name.partition("-")
+        rows.append(
+            [
+                f"{'Firth' if tool == 'firth' else 'JoeyNMT'} "
+                f"{NMT_LABEL.get(model, model)}",
+                str(e["runs"]),
+                f"{e['train_target_tokens_per_second']:,.0f}",
+                *(
+                    f"{e[k]:.2f} ± {e[k + '_sd']:.2f}"
+                    for k in ("greedy_bleu", "beam_bleu", "beam_chrf")
+                ),
+                f"{e['beam_sentences_per_second']:,.1f}",
+            ]
+        )
+    if rows:
+        sec.tables.append(("Translation (KJV -> WEB test verses)", (header, rows)))
+    header = ["model", "train speed", "decode speed", "beam BLEU", "beam chrF"]
+    rows = [
+        [
+            NMT_LABEL.get(c["model"], c["model"]),
+            f"{c['train_tokens_per_second_ratio']:.2f}x",
+            f"{c['beam_sentences_per_second_ratio']:.2f}x",
+            *(
+                f"{c['tests'][k]['outcome']}: {c['tests'][k]['firth']:.2f} vs "
+                f"{c['tests'][k]['peer']:.2f}"
+                for k in ("beam_bleu", "beam_chrf")
+            ),
+        ]
+        for c in task.get("comparisons", [])
+    ]
+    if rows:
+        sec.tables.append(
+            ("Translation: Firth against JoeyNMT (paired bootstrap)", (header, rows))
+        )
+    if "settings" in task:
+        notes.append(f"Translation settings: {task['settings']}.")
+    for tool, why in task.get("skipped", {}).items():
+        notes.append(f"{tool} not run: {why}")
+
+
+def _taggers(sec: Section, task: dict, notes: list[str]) -> None:
+    header = [
+        "data",
+        "metric",
+        "Firth",
+        "flair",
+        "outcome",
+        "train speed",
+        "tag speed",
+    ]
+    summary = task.get("summary", {})
+    rows = []
+    for c in task.get("comparisons", []):
+        ours, peer = summary[f"firth-{c['data']}"], summary[f"flair-{c['data']}"]
+        rows.append(
+            [
+                c["data"],
+                c["metric"],
+                f"{ours['score']:.3f} ± {ours['score_sd']:.3f}",
+                f"{peer['score']:.3f} ± {peer['score_sd']:.3f}",
+                c["outcome"],
+                f"{c['train_sentences_per_second_ratio']:.2f}x "
+                f"({ours['train_sentences_per_second']:,.0f} vs "
+                f"{peer['train_sentences_per_second']:,.0f}/s)",
+                f"{c['tag_sentences_per_second_ratio']:.2f}x",
+            ]
+        )
+    if rows:
+        sec.tables.append(
+            (
+                "BiLSTM-CRF taggers: Firth against flair (paired bootstrap)",
+                (header, rows),
+            )
+        )
+    if "settings" in task:
+        notes.append(f"Tagger settings: {task['settings']}.")
+    for tool, why in task.get("skipped", {}).items():
+        notes.append(f"{tool} not run: {why}")
+
+
 def peers_section(result: dict | None) -> Section | None:
     """None when the benchmark has not been run."""
     tasks = (result or {}).get("tasks")
@@ -136,5 +232,9 @@ def peers_section(result: dict | None) -> Section | None:
         _vectors(sec, tasks["vectors"], notes)
     if "ngram" in tasks:
         _ngram(sec, tasks["ngram"], notes)
+    if "nmt" in tasks:
+        _nmt(sec, tasks["nmt"], notes)
+    if "taggers" in tasks:
+        _taggers(sec, tasks["taggers"], notes)
     sec.intro = " ".join([sec.intro, *notes])
     return sec

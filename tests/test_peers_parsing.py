@@ -1,0 +1,106 @@
+"""What benchmarks/peers.py reads from its peers' logs: lines made with the peers'
+own format strings (JoeyNMT 2.3.0's training.py and prediction.py, flair 0.15.1's
+trainer), parsed back to the numbers that went in; JoeyNMT's batches per epoch."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import peers  # noqa: E402
+import peers_flair  # noqa: E402
+
+JOEY_STEP = (
+    "Epoch %3d, Step: %8d, Batch Loss: %12.6f, Batch Acc: %.6f, "
+    "Tokens per Sec: %8.0f, Lr: %.6f"
+)
+JOEY_EPOCH = (
+    "Epoch %3d, total training loss: %.2f, "
+    "num. of seqs: %d, num. of tokens: %d, %.4f[sec]"
+)
+JOEY_GEN = "Generation took %.4f[sec]."
+
+
+def test_joeynmt_log_gives_tokens_seconds_steps_and_decoding(tmp_path):
+    lines = [
+        "2026-12-04 21:00:00,000 - INFO - joeynmt.training - " + x
+        for x in (
+            JOEY_STEP % (1, 10, 5.5, 0.1, 2100, 0.005),
+            JOEY_STEP % (1, 20, 5.1, 0.12, 2200, 0.005),
+            JOEY_EPOCH % (1, 812.25, 1500, 51896, 24.8012),
+            JOEY_STEP % (2, 30, 4.9, 0.13, 2300, 0.004),
+            JOEY_EPOCH % (2, 700.0, 1500, 51896, 23.5),
+            JOEY_GEN % 1.4812,
+            JOEY_GEN % 6.75,
+        )
+    ]
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines) + "\n")
+    got = peers._joey_log(log)
+    assert got["tokens"] == 2 * 51896
+    assert got["seconds"] == pytest.approx(24.8012 + 23.5)
+    assert got["steps"] == 30
+    assert got["generation_seconds"] == [1.4812, 6.75]
+
+
+def test_joeynmt_batches_per_epoch():
+    # a batch closes once (its longest sentence) x (its size) reaches the budget
+    assert peers._joey_steps([1] * 7, [1] * 7, batch=1, seed=0) == 7
+    assert peers._joey_steps([3] * 7, [2] * 7, batch=6, seed=0) == 4  # 2+2+2+1
+    assert peers._joey_steps([5, 1, 1], [1, 1, 1], batch=10**6, seed=0) == 1
+    lengths = [4, 9, 2, 7, 7, 1, 3, 8]
+    for seed in range(5):  # every order covers each sentence once
+        n = peers._joey_steps(lengths, lengths, batch=12, seed=seed)
+        assert 3 <= n <= len(lengths)
+
+
+def flair_line(epoch, i, n, seconds):
+    return (
+        f"2026-12-04 21:06:18,756 epoch {epoch} - iter {i}/{n} - loss {4.19:.8f}"
+        f" - time (sec): {seconds:.2f} - samples/sec: {2200.67:.2f}"
+        f" - lr: {0.005:.6f} - momentum: {0.0:.6f}"
+    )
+
+
+def test_flair_log_gives_training_sentences_and_seconds():
+    log = "\n".join(
+        [
+            flair_line(1, 4, 8, 0.88),
+            flair_line(1, 8, 8, 1.56),
+            "2026-12-04 21:06:20,110 EPOCH 1 done: loss 3.7657 - lr: 0.005000",
+            flair_line(2, 7, 8, 1.40),  # the last line before the epoch ends
+        ]
+    )
+    sentences, seconds = peers_flair.training_rate(log, 120)
+    assert sentences == pytest.approx(120 + 120 * 7 / 8)
+    assert seconds == pytest.approx(1.56 + 1.40)
+
+
+def test_bio_tags_from_spans():
+    class Tok:
+        def __init__(self, idx):
+            self.idx = idx
+
+    class Span:
+        def __init__(self, tag, idx):
+            self.tag, self.tokens = tag, [Tok(i) for i in idx]
+
+    class Sent:
+        def __len__(self):
+            return 6
+
+        def get_spans(self, label):
+            assert label == "predicted"
+            return [Span("person", [2, 3]), Span("geo-loc", [6])]
+
+    assert peers_flair.bio_tags(Sent(), "predicted") == [
+        "O",
+        "B-person",
+        "I-person",
+        "O",
+        "O",
+        "B-geo-loc",
+    ]
