@@ -655,8 +655,10 @@ def _joey_config(
     cfg,
     beam: int,
     alpha: float,
+    schedule: str = "inverse-sqrt",
 ) -> dict:
-    """JoeyNMT's configuration at Firth's settings (nmt.common, nmt.transformer)."""
+    """JoeyNMT's configuration at Firth's settings (nmt.common, nmt.transformer);
+    ``schedule``: inverse-sqrt (after Firth's warm-up share) or constant."""
     c = cfg.common
     every = max(1, steps // c.evals_per_epoch)
     logging = 10 if every >= 10 else every
@@ -719,6 +721,8 @@ def _joey_config(
         "scheduling": "warmupinversesquareroot",
         "learning_rate_warmup": max(1, round(warmup * steps * epochs)),
     }
+    if schedule == "constant":  # JoeyNMT's rate when no scheduling is given
+        sched = {}
     return {
         "name": f"joeynmt-{kind}-{seed}",
         "joeynmt_version": JOEYNMT,
@@ -877,13 +881,13 @@ def _firth_nmt(kind, seed, epochs, params, paths, work: Path, threads: int) -> d
 
 
 def _joey_nmt(
-    python, tok, kind, seed, epochs, files, cfg, work, ev, steps, threads
+    python, tok, kind, seed, epochs, files, cfg, work, ev, steps, threads, schedule
 ) -> dict:
     import yaml
 
     model_dir = work / f"joey-{kind}-{seed}"
     conf = _joey_config(
-        kind, seed, epochs, files, model_dir, steps, cfg, ev.beam, ev.alpha
+        kind, seed, epochs, files, model_dir, steps, cfg, ev.beam, ev.alpha, schedule
     )
     train_yaml = work / f"joey-{kind}-{seed}.yaml"
     train_yaml.write_text(yaml.safe_dump(conf))
@@ -954,7 +958,13 @@ def _nmt_stats(rows, tool: str, kind: str, decoding: str, metric: str) -> list:
 
 
 def nmt(
-    seeds: list[int], threads: int, rule, epochs: int, kinds, workdir: Path
+    seeds: list[int],
+    threads: int,
+    rule,
+    epochs: int,
+    kinds,
+    workdir: Path,
+    joey_schedule: str = "inverse-sqrt",
 ) -> dict:
     import yaml
 
@@ -1035,6 +1045,7 @@ def nmt(
                         ev,
                         steps,
                         threads,
+                        joey_schedule,
                     )
                 row = {"tool": tool, "model": kind, "seed": seed, **row}
                 row["system"] = f"{tool}-{kind}"
@@ -1113,7 +1124,7 @@ def nmt(
         "(data/tokenizers/parallel) for both: JoeyNMT reads the same subword pieces "
         "(level word, Firth's vocabulary) and its outputs are decoded by the same "
         "tokenizer; sacreBLEU's BLEU and chrF on the detokenised test verses",
-        "joeynmt": {"version": JOEYNMT, "how": how},
+        "joeynmt": {"version": JOEYNMT, "how": how, "schedule": joey_schedule},
         "settings": f"{epochs} epoch(s) each; nmt.common of params.yaml for both "
         "(embedding and hidden sizes, dropout, label smoothing, batch_tokens, "
         "lr, clip, evaluations per epoch), AdamW, tied embeddings; transformer: "
@@ -1432,6 +1443,13 @@ def main(argv=None) -> None:
         "--nmt-models", nargs="+", default=list(NMT_KINDS), choices=NMT_KINDS
     )
     p.add_argument(
+        "--joey-schedule",
+        default="inverse-sqrt",
+        choices=["inverse-sqrt", "constant"],
+        help="JoeyNMT's rate after the warm-up: its inverse square root decay, "
+        "or constant (no warm-up)",
+    )
+    p.add_argument(
         "--nltk-test",
         type=int,
         default=40,
@@ -1475,6 +1493,7 @@ def main(argv=None) -> None:
                 args.nmt_epochs,
                 args.nmt_models,
                 Path(tmp),
+                args.joey_schedule,
             )
     if "taggers" in args.tasks:
         with tempfile.TemporaryDirectory() as tmp:
