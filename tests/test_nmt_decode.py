@@ -196,6 +196,39 @@ def test_beam_search_finds_the_best_on_small_cases():
         assert out.tokens[0] + [EOS] == best_seq
 
 
+@pytest.mark.parametrize("min_len", [0, 1, 2])
+def test_min_len_is_the_best_of_the_long_enough(min_len):
+    """Brute force with a strong </s> bias (the empty translation wins unless it
+    is forbidden): an exhaustive beam with ``min_len`` returns the best normalised
+    sequence among those with at least ``min_len`` tokens before </s>."""
+    import itertools
+
+    for seed in range(3):
+        m = _model("bahdanau", seed=seed, vocab=7, eos_bias=4.0)
+        src = torch.tensor([[4, 5, 6]])
+        mask = src != PAD
+        out = beam_search(
+            m, src, mask, torch.tensor([3]), beam=7, alpha=1.0, min_len=min_len
+        )
+        best, best_seq = -math.inf, None
+        for L in range(min_len + 1, 4):
+            for body in itertools.product([4, 5, 6], repeat=L - 1):
+                seq = [*body, EOS]
+                lp = _sequence_logp(m, src, mask, seq)
+                if lp / L > best:
+                    best, best_seq = lp / L, seq
+        assert out.tokens[0] + [EOS] == best_seq
+        if min_len == 0:
+            assert out.tokens[0] == []  # the bias makes the empty output the best
+
+
+def test_min_len_gives_way_at_the_maximum_length():
+    m = _model("bahdanau", seed=0, vocab=7, eos_bias=4.0)
+    src = torch.tensor([[4, 5, 6]])
+    out = beam_search(m, src, src != PAD, torch.tensor([2]), beam=3, min_len=5)
+    assert len(out.tokens[0]) == 1  # ended by the limit, not by min_len
+
+
 @torch.no_grad()
 def _sequence_logp(m, src, mask, seq):
     from firth.nmt.decode import _log_probs

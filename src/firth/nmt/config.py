@@ -97,6 +97,7 @@ class EvaluateNmt(ParamSection):
     alpha: float = Field(ge=0)
     penalty: Literal["length", "gnmt"]
     beta: float = Field(ge=0)
+    min_len: int = Field(ge=0)  # beam search: fewest output tokens before </s>
     buckets: list[int]
     heatmaps: list[str]
     examples: int = Field(ge=0)

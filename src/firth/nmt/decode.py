@@ -29,6 +29,13 @@ the next beam, so each row is cut to its top ``beam`` before the candidates of a
 sentence are ranked (``beam`` x ``beam`` candidates instead of ``beam`` x vocabulary).
 ``<pad>``, ``<unk>`` and ``<s>`` are never produced.
 
+``min_len`` forbids completions with fewer output tokens before ``</s>``: with 1,
+the empty translation, which a weak model's beam often prefers (its ``</s>`` at the
+first step costs less than any sentence's log-probability divided by its length
+penalty; Stahlberg and Byrne 2019), is never returned, as in fairseq's and
+JoeyNMT's beam search. At a sentence's maximum length ``</s>`` is allowed whatever
+``min_len`` says.
+
 With beam 1 the search follows the greedy path; it returns greedy's output unless an
 earlier ``</s>`` completion on that path has a better normalised score than greedy's
 own ending (then that shorter output is, by the search's own objective, better).
@@ -189,6 +196,7 @@ def beam_search(
     alpha: float = 1.0,
     penalty_form: str = "length",
     beta: float = 0.0,
+    min_len: int = 0,
     return_all: bool = False,
 ):
     """Batched beam search (see the module docstring). Returns an Output with the
@@ -219,6 +227,10 @@ def beam_search(
         feat, state, attn = model.step(y, state, memory)
         logits, lognorm = _scores(model, feat)
         eos = (logits[:, EOS] - lognorm).double().view(A, k)
+        if t < min_len:  # t tokens so far: too short to end, unless at the limit
+            eos = torch.where(
+                (t + 1 >= max_len[act])[:, None], eos, torch.full_like(eos, -torch.inf)
+            )
         logits[:, EOS] = -torch.inf
         top_v, top_i = logits.topk(min(k, logits.shape[1]), dim=1)  # (A*k, k')
         w = top_v.shape[1]
@@ -273,6 +285,7 @@ def decode_corpus(
     alpha: float = 1.0,
     penalty_form: str = "length",
     beta: float = 0.0,
+    min_len: int = 0,
 ) -> list[list[int]]:
     """Output token ids (without </s>) of every encoded source, in input order:
     greedy for ``beam`` 1, else beam search; batches of ``batch`` sentences of
@@ -295,6 +308,7 @@ def decode_corpus(
                 alpha=alpha,
                 penalty_form=penalty_form,
                 beta=beta,
+                min_len=min_len,
             )
         for i, ids in zip(idx, res.tokens, strict=True):
             out[i] = ids

@@ -285,6 +285,7 @@ class Translator:
             alpha=ev.alpha,
             penalty_form=ev.penalty,
             beta=ev.beta,
+            min_len=ev.min_len,
         )
         return out, time.perf_counter() - t0
 
