@@ -1420,6 +1420,26 @@ def taggers(seeds: list[int], threads: int, rule, workdir: Path) -> dict:
     }
 
 
+def merge_nmt(old: dict | None, new: dict) -> dict:
+    """The new nmt result with the models it did not run kept from the old one
+    (rows, summaries and comparisons are per model; each keeps its commit)."""
+    if not old or "rows" not in old or "rows" not in new:
+        return new
+    ran = {r["model"] for r in new["rows"]}
+    for kept in (*old["rows"], *old["comparisons"]):
+        kept.setdefault("head_commit", old.get("head_commit"))
+    out = dict(new)
+    out["rows"] = [r for r in old["rows"] if r["model"] not in ran] + new["rows"]
+    out["summary"] = {
+        **{k: v for k, v in old["summary"].items() if k.partition("-")[2] not in ran},
+        **new["summary"],
+    }
+    out["comparisons"] = [c for c in old["comparisons"] if c["model"] not in ran] + new[
+        "comparisons"
+    ]
+    return out
+
+
 # -- main ---------------------------------------------------------------------
 
 
@@ -1502,10 +1522,18 @@ def main(argv=None) -> None:
             )
     for name in args.tasks:  # a task kept from an earlier run says when it was run
         result["tasks"][name]["head_commit"] = result["head_commit"]
+        for row in result["tasks"][name].get("rows", []):
+            row["head_commit"] = result["head_commit"]
+        for entry in result["tasks"][name].get("comparisons", []):
+            entry["head_commit"] = result["head_commit"]
     result["speed_probe_after"] = speed_probe()
     result["wall_seconds"] = round(time.time() - t0, 1)
-    if Path(args.out).exists() and set(args.tasks) != set(TASKS):
-        old = json.loads(Path(args.out).read_text())  # keep the other tasks' results
+    old = json.loads(Path(args.out).read_text()) if Path(args.out).exists() else {}
+    if "nmt" in args.tasks and set(args.nmt_models) != set(NMT_KINDS):
+        result["tasks"]["nmt"] = merge_nmt(
+            old.get("tasks", {}).get("nmt"), result["tasks"]["nmt"]
+        )
+    if set(args.tasks) != set(TASKS):  # keep the other tasks' results
         result["tasks"] = {**old.get("tasks", {}), **result["tasks"]}
     write_result(args.out, result)
     print(json.dumps(result["tasks"], indent=1)[:4000])

@@ -104,3 +104,33 @@ def test_bio_tags_from_spans():
         "O",
         "B-geo-loc",
     ]
+
+
+def test_a_partial_nmt_run_keeps_the_other_models():
+    def part(models, commit):
+        return {
+            "head_commit": commit,
+            "rows": [{"model": m, "tool": t} for m in models for t in ("f", "j")],
+            "summary": {f"{t}-{m}": {"c": commit} for m in models for t in "fj"},
+            "comparisons": [{"model": m} for m in models],
+        }
+
+    old = part(["bahdanau", "transformer"], "old")
+    new = part(["transformer"], "new")
+    for r in (*new["rows"], *new["comparisons"]):
+        r["head_commit"] = "new"
+    got = peers.merge_nmt(old, new)
+    assert [(r["model"], r["head_commit"]) for r in got["rows"]] == [
+        ("bahdanau", "old"),
+        ("bahdanau", "old"),
+        ("transformer", "new"),
+        ("transformer", "new"),
+    ]
+    assert got["summary"] == {
+        "f-bahdanau": {"c": "old"},
+        "j-bahdanau": {"c": "old"},
+        "f-transformer": {"c": "new"},
+        "j-transformer": {"c": "new"},
+    }
+    assert [c["model"] for c in got["comparisons"]] == ["bahdanau", "transformer"]
+    assert peers.merge_nmt(None, new) is new
