@@ -45,7 +45,9 @@ the scorecard's: "Firth ahead", "peer ahead" or "inconclusive".
     FIRTH_PROJECT=/path/to/trained/clone python benchmarks/peers.py
 
 The data come from a project whose prepare, subsample and fetch stages have run
-(FIRTH_PROJECT, default this checkout). Writes benchmarks/results/peers.json.
+(FIRTH_PROJECT, default this checkout); the nmt and taggers settings from this
+checkout's params.yaml, the vectors and ngram settings from the project's (they
+shape its corpus). Writes benchmarks/results/peers.json.
 Needs the peers extra: pip install -c requirements.lock -e '.[peers]'.
 """
 
@@ -988,7 +990,8 @@ def nmt(
         "flags": PROJECT / "data/audit/parallel/flags.tsv",
     }
     # Firth's settings, its runs at the peer's epochs, JoeyNMT's length penalty
-    params = yaml.safe_load((PROJECT / "params.yaml").read_text(encoding="utf-8"))
+    # the settings of this checkout (the code measured); the data are PROJECT's
+    params = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
     params["nmt"]["common"].update(threads=threads, device="cpu")
     params["nmt"]["runs"] = {
         f"peer-{k}-{s}": {"model": k, "seed": s, "epochs": float(epochs)}
@@ -1217,7 +1220,8 @@ def taggers(seeds: list[int], threads: int, rule, workdir: Path) -> dict:
     python, how = flair_python(log)
     if python is None:
         return {"skipped": {"flair": f"tried: {'; '.join(log)}; {how}"}}
-    params = yaml.safe_load((PROJECT / "params.yaml").read_text(encoding="utf-8"))
+    # the settings of this checkout (the code measured); the data are PROJECT's
+    params = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
     t = params["tagger"]
     t["common"].update(chars="lstm", threads=threads, device="cpu")
     t.update(heads=["crf"], seeds=list(seeds), data=list(FLAIR_DATA))
