@@ -723,8 +723,8 @@ def _joey_config(
         "scheduling": "warmupinversesquareroot",
         "learning_rate_warmup": max(1, round(warmup * steps * epochs)),
     }
-    if schedule == "constant":  # JoeyNMT's rate when no scheduling is given
-        sched = {}
+    if schedule == "constant":  # JoeyNMT 2.3.0 refuses no scheduler: a factor of 1
+        sched = {"scheduling": "exponential", "decrease_factor": 1.0}
     return {
         "name": f"joeynmt-{kind}-{seed}",
         "joeynmt_version": JOEYNMT,
