@@ -604,32 +604,43 @@ NMT_KINDS = ("bahdanau", "transformer")
 JOEYNMT_PACKAGES = (f"joeynmt=={JOEYNMT}", "importlib-metadata==10.2.0")
 
 
-def joeynmt_python(log: list[str]) -> tuple[str | None, str]:
-    """A Python that has JoeyNMT: $FIRTH_JOEYNMT_PYTHON, a cached venv, or a new
-    venv under ~/.cache/firth with joeynmt and this venv's torch version. JoeyNMT
-    2.3.0 pins protobuf < 3.21 and pulls tensorboard, pylint, flake8 and pytest,
-    so it is kept out of the project's environment."""
-    given = os.environ.get("FIRTH_JOEYNMT_PYTHON")
+def peer_python(tool: str, env: str, pins: list[str], log: list[str]):
+    """(python, how) of a peer kept out of the project's environment: $``env``,
+    a venv cached under ~/.cache/firth/<tool>-venv, or a new one there with
+    ``pins`` (None and the reason where pip fails; ``log`` gets the error)."""
+    given = os.environ.get(env)
     if given:
-        return given, f"$FIRTH_JOEYNMT_PYTHON ({given})"
-    venv = CACHE / f"joeynmt-{JOEYNMT}-venv"
+        return given, f"${env} ({given})"
+    venv = CACHE / f"{tool}-venv"
     python, done = venv / "bin/python", venv / ".installed"
     if done.exists():
         return str(python), f"cached venv {venv}"
-    torch_pin = f"torch=={version('torch').split('+')[0]}"
     for cmd in (
         [sys.executable, "-m", "venv", "--clear", str(venv)],
-        # joeynmt imports importlib_metadata without declaring it
-        [str(venv / "bin/pip"), "install", "-q", torch_pin, *JOEYNMT_PACKAGES],
+        [str(venv / "bin/pip"), "install", "-q", *pins],
     ):
-        print(f"joeynmt: {' '.join(cmd)}", flush=True)
+        print(f"{tool}: {' '.join(cmd)}", flush=True)
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             log.append(f"{' '.join(cmd)}: {proc.stderr.strip()[-300:]}")
-            return None, "could not install joeynmt"
+            return None, f"could not install {tool}"
     done.touch()
-    how = f"venv {venv} built by this script: pip install {torch_pin} "
-    return str(python), how + " ".join(JOEYNMT_PACKAGES)
+    return str(
+        python
+    ), f"venv {venv} built by this script: pip install {' '.join(pins)}"
+
+
+def torch_pin() -> str:
+    return f"torch=={version('torch').split('+')[0]}"
+
+
+def joeynmt_python(log: list[str]) -> tuple[str | None, str]:
+    """JoeyNMT's Python ($FIRTH_JOEYNMT_PYTHON or its own venv) with this venv's
+    torch version. JoeyNMT 2.3.0 pins protobuf < 3.21 and pulls tensorboard,
+    pylint, flake8 and pytest, so it is kept out of the project's environment; it
+    imports importlib_metadata without declaring it."""
+    pins = [torch_pin(), *JOEYNMT_PACKAGES]
+    return peer_python(f"joeynmt-{JOEYNMT}", "FIRTH_JOEYNMT_PYTHON", pins, log)
 
 
 def _joey_steps(src: list[int], tgt: list[int], batch: int, seed: int) -> int:
@@ -810,56 +821,49 @@ def _run(cmd: list[str], label: str, threads: int) -> None:
         raise SystemExit(f"{label} failed (exit {proc.returncode}):\n{tail}")
 
 
+def _stage(script: str, args: list[str], options: dict, label: str, threads: int):
+    """Run one of Firth's DVC stage scripts (stages/``script``) with its
+    positional ``args`` and ``--key value`` ``options``."""
+    cmd = [sys.executable, str(ROOT / "stages" / script), *args]
+    for key, value in options.items():
+        cmd += [f"--{key}", str(value)]
+    _run(cmd, label, threads)
+
+
 def _firth_nmt(kind, seed, epochs, params, paths, work: Path, threads: int) -> dict:
     """Train and evaluate one Firth run through its DVC stages' scripts."""
     name = f"peer-{kind}-{seed}"
     model, rep = work / "model" / name, work / "reports" / name
     t0 = time.perf_counter()
-    _run(
-        [
-            sys.executable,
-            str(ROOT / "stages/train_nmt.py"),
-            name,
-            "--params",
-            str(params),
-            "--train",
-            str(paths["train"]),
-            "--valid",
-            str(paths["valid"]),
-            "--tokenizer",
-            str(paths["tokenizer"]),
-            "--out",
-            str(model),
-            "--reports",
-            str(rep),
-            "--checkpoint",
-            str(work / f"{name}.pt"),
-        ],
+    _stage(
+        "train_nmt.py",
+        [name],
+        {
+            "params": params,
+            "train": paths["train"],
+            "valid": paths["valid"],
+            "tokenizer": paths["tokenizer"],
+            "out": model,
+            "reports": rep,
+            "checkpoint": work / f"{name}.pt",
+        },
         f"Firth train-nmt {kind} seed {seed}",
         threads,
     )
     train_wall = time.perf_counter() - t0
     out = work / "eval" / name
-    _run(
-        [
-            sys.executable,
-            str(ROOT / "stages/evaluate_nmt.py"),
-            name,
-            "--params",
-            str(params),
-            "--model",
-            str(model),
-            "--tokenizer",
-            str(paths["tokenizer"]),
-            "--test",
-            str(paths["test"]),
-            "--flags",
-            str(paths["flags"]),
-            "--out",
-            str(out),
-            "--reports",
-            str(rep),
-        ],
+    _stage(
+        "evaluate_nmt.py",
+        [name],
+        {
+            "params": params,
+            "model": model,
+            "tokenizer": paths["tokenizer"],
+            "test": paths["test"],
+            "flags": paths["flags"],
+            "out": out,
+            "reports": rep,
+        },
         f"Firth evaluate-nmt {kind} seed {seed}",
         threads,
     )
@@ -1153,35 +1157,11 @@ FLAIR_DATA = ("wnut16", "wsj-pos-sample")
 
 
 def flair_python(log: list[str]) -> tuple[str | None, str]:
-    """A Python that has flair: $FIRTH_FLAIR_PYTHON, a cached venv, or a new venv
-    under ~/.cache/firth with flair, gensim (its word2vec reader) and this venv's
-    torch and gensim versions (flair pulls transformers, boto3 and more, kept out
-    of the project's environment)."""
-    given = os.environ.get("FIRTH_FLAIR_PYTHON")
-    if given:
-        return given, f"$FIRTH_FLAIR_PYTHON ({given})"
-    venv = CACHE / f"flair-{FLAIR}-venv"
-    python, done = venv / "bin/python", venv / ".installed"
-    if done.exists():
-        return str(python), f"cached venv {venv}"
-    pins = [
-        f"torch=={version('torch').split('+')[0]}",
-        f"gensim=={version('gensim')}",
-        f"flair=={FLAIR}",
-    ]
-    for cmd in (
-        [sys.executable, "-m", "venv", "--clear", str(venv)],
-        [str(venv / "bin/pip"), "install", "-q", *pins],
-    ):
-        print(f"flair: {' '.join(cmd)}", flush=True)
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            log.append(f"{' '.join(cmd)}: {proc.stderr.strip()[-300:]}")
-            return None, "could not install flair"
-    done.touch()
-    return str(
-        python
-    ), f"venv {venv} built by this script: pip install {' '.join(pins)}"
+    """flair's Python ($FIRTH_FLAIR_PYTHON or its own venv) with flair, gensim
+    (its word2vec reader) and this venv's torch and gensim versions (flair pulls
+    transformers, boto3 and more, kept out of the project's environment)."""
+    pins = [torch_pin(), f"gensim=={version('gensim')}", f"flair=={FLAIR}"]
+    return peer_python(f"flair-{FLAIR}", "FIRTH_FLAIR_PYTHON", pins, log)
 
 
 def _firth_tag_one(folder: str, test: list, threads: int, queue) -> None:
@@ -1246,28 +1226,18 @@ def taggers(seeds: list[int], threads: int, rule, workdir: Path) -> dict:
                 out = workdir / f"{tool}-{data}-{seed}"
                 if tool == "firth":
                     rep = out / "reports"
-                    _run(
-                        [
-                            sys.executable,
-                            str(ROOT / "stages/train_tagger.py"),
-                            data,
-                            "crf",
-                            str(seed),
-                            "--params",
-                            str(params_path),
-                            "--train",
-                            str(folder / "train.conll"),
-                            "--valid",
-                            str(folder / "valid.conll"),
-                            "--vectors",
-                            str(vectors),
-                            "--out",
-                            str(out / "model"),
-                            "--reports",
-                            str(rep),
-                            "--checkpoints",
-                            str(out / "checkpoints"),
-                        ],
+                    _stage(
+                        "train_tagger.py",
+                        [data, "crf", str(seed)],
+                        {
+                            "params": params_path,
+                            "train": folder / "train.conll",
+                            "valid": folder / "valid.conll",
+                            "vectors": vectors,
+                            "out": out / "model",
+                            "reports": rep,
+                            "checkpoints": out / "checkpoints",
+                        },
                         f"Firth train-tagger {data} seed {seed}",
                         threads,
                     )
