@@ -1189,6 +1189,7 @@ def _firth_tag_one(folder: str, test: list, threads: int, queue) -> None:
 
 
 def taggers(seeds: list[int], threads: int, rule, workdir: Path) -> dict:
+    import numpy as np
     import yaml
 
     from firth.evidence import ACCURACY, F1
@@ -1209,7 +1210,7 @@ def taggers(seeds: list[int], threads: int, rule, workdir: Path) -> dict:
     params_path.write_text(yaml.safe_dump(params), encoding="utf-8")
     c = t["common"]
     vectors = PROJECT / "data/embeddings" / t["vectors"]
-    rows, stats = [], {}
+    rows, stats, metrics = [], {}, {}
     for data in FLAIR_DATA:
         folder = PROJECT / "data/subsampled/tagged" / data
         test = read_split(folder / "test.conll")
@@ -1217,6 +1218,7 @@ def taggers(seeds: list[int], threads: int, rule, workdir: Path) -> dict:
         gold = [list(g) for _, g in test]
         bio = all(x == "O" or x[:2] in ("B-", "I-") for g in gold for x in g)
         n_gold = gold_entities(gold) if bio else [0] * len(gold)
+        metric = metrics[data] = F1 if bio else ACCURACY
         for seed in seeds:
             seed_vectors = vectors / f"seed-{seed}"
             if not seed_vectors.exists():
@@ -1315,10 +1317,7 @@ def taggers(seeds: list[int], threads: int, rule, workdir: Path) -> dict:
                     st["correct"],
                     [len(g) for g in gold],
                 ]
-                import numpy as np
-
                 stats.setdefault((data, tool), []).append(np.array(cols, float).T)
-                metric = F1 if bio else ACCURACY
                 row = {
                     "tool": tool,
                     "data": data,
@@ -1343,8 +1342,7 @@ def taggers(seeds: list[int], threads: int, rule, workdir: Path) -> dict:
     comparisons = []
     for data in FLAIR_DATA:
         ours, peer = summary[f"firth-{data}"], summary[f"flair-{data}"]
-        metric = next(r for r in rows if r["data"] == data)["metric"]
-        metric = F1 if metric == F1.name else ACCURACY
+        metric = metrics[data]
         test_ = compare(
             side("firth", stats[data, "firth"]),
             side("flair", stats[data, "flair"]),
