@@ -30,7 +30,7 @@ class EmbeddingsSGNS(ParamSection):
     optimizer: Literal["adagrad", "sgd", "damped-sgd"]
     curvature_floor: float = Field(ge=0)
     batch_centres: int = Field(ge=1)
-    kernel: Literal["auto", "sparse", "gather"]
+    kernel: Literal["auto", "fused", "sparse", "gather"]
 
 
 class EmbeddingsSubword(ParamSection):

@@ -14,11 +14,13 @@ Conventions
   same sentence. Expected pairs per position, far from sentence ends: m + 1.
 
 Scale: an epoch never materialises the list of all pairs. Centre positions are
-shuffled and taken ``batch_centres`` at a time; the pairs of a batch are built with
-tensor ops, and the step is a handful of fused sparse kernels (``kernel="sparse"``:
-``sampled_addmm`` for the scores, CSR products for the gradients) or plain gathers
-and ``index_add_`` (``kernel="gather"``, used on GPUs). Negatives come from an alias
-table (O(1) per draw).
+shuffled and taken ``batch_centres`` at a time. On the CPU (``kernel="fused"``,
+firth.embeddings.sgns_fused) one compiled, multi-threaded pass per batch draws each
+centre's window and negatives from a counter-based generator and accumulates the
+gradients; otherwise the pairs of a batch are built with tensor ops and the step is a
+handful of sparse kernels (``kernel="sparse"``: ``sampled_addmm`` for the scores, CSR
+products for the gradients) or plain gathers and ``index_add_`` (``kernel="gather"``,
+used on GPUs). Negatives come from an alias table (O(1) per draw).
 
 Optimiser. Updates are summed over the batch, so a row that occurs thousands of times
 in one batch (a frequent word drawn as a negative) gets thousands of gradients at
@@ -51,11 +53,12 @@ import torch
 from torch.nn import functional as F
 from tqdm import tqdm
 
+from firth.embeddings import sgns_fused
 from firth.embeddings.corpus import Corpus
 
 log = logging.getLogger(__name__)
 
-Kernel = Literal["auto", "sparse", "gather"]
+Kernel = Literal["auto", "fused", "sparse", "gather"]
 Optimizer = Literal["adagrad", "sgd", "damped-sgd"]
 
 # CSR tensors are "beta" in torch and warn on creation; the kernels used here are
@@ -89,6 +92,7 @@ class TrainStats:
     pairs: int = 0
     kept_tokens: int = 0
     seconds: float = 0.0
+    compile_seconds: float = 0.0  # fused kernel: compiling or loading it (not seconds)
     epoch_loss: list[float] = field(default_factory=list)  # mean per-pair loss
     first_loss: float = float("nan")  # mean per-pair loss of the first step
 
@@ -271,9 +275,13 @@ class RowAdaGrad:
         param.addcdiv_(grad, denom, value=-lr)
 
 
-def resolve_kernel(kernel: Kernel, device: torch.device) -> Literal["sparse", "gather"]:
+def resolve_kernel(
+    kernel: Kernel, device: torch.device
+) -> Literal["fused", "sparse", "gather"]:
     if kernel == "auto":
-        return "sparse" if device.type == "cpu" else "gather"
+        return "fused" if device.type == "cpu" else "gather"
+    if kernel == "fused" and device.type != "cpu":
+        raise ValueError("the fused SGNS kernel runs on the CPU; use gather on a GPU")
     return kernel
 
 
@@ -398,13 +406,23 @@ def train_sgns(
     if resume is not None:
         stats = tables.restore(resume, gen, device)
         log.info("sgns: resuming after epoch %d/%d", stats.epochs, cfg.epochs)
+    fused = None
+    if kernel == "fused":
+        c0 = time.perf_counter()
+        fused = Fused.of(tables, cfg)
+        stats.compile_seconds = time.perf_counter() - c0
     start_epoch, seconds_before = stats.epochs, stats.seconds
     t0 = time.perf_counter()
     for epoch in range(start_epoch, cfg.epochs):
         desc = f"sgns epoch {epoch + 1}/{cfg.epochs}"
-        n, pairs, mean = _epoch(
-            data, tables, gen, cfg, stats, total_steps, kernel, desc, progress
-        )
+        if fused is not None:
+            n, pairs, mean = fused.epoch(
+                data, gen, cfg, stats, total_steps, desc=desc, progress=progress
+            )
+        else:
+            n, pairs, mean = _epoch(
+                data, tables, gen, cfg, stats, total_steps, kernel, desc, progress
+            )
         log.info(
             "sgns epoch %d/%d: %d kept tokens, %d pairs, loss %.4f",
             epoch + 1,
@@ -490,8 +508,7 @@ def _epoch(
         centre, context = kept[cpos], kept[opos]
         neg = alias_sample(data.prob, data.alias, (P, K), generator=gen)  # ~ q
         targets = torch.cat([context[:, None], neg], 1)  # (P, K+1)
-        frac = min(1.0, stats.steps / total_steps)
-        lr = cfg.lr * max(cfg.min_lr_ratio, 1.0 - frac)
+        lr = _lr(cfg, stats.steps, total_steps)
         z = tables.step(centre, targets, lr, cfg, kernel=kernel)
         batch_loss = pair_loss(z).sum()
         if stats.steps == 0:
@@ -507,3 +524,117 @@ def _epoch(
     mean = float(loss_sum.item()) / max(1, pairs_epoch)
     stats.epoch_loss.append(mean)
     return n, pairs_epoch, mean
+
+
+def _lr(cfg: SGNSConfig, step: int, total_steps: int) -> float:
+    """The linearly decayed rate of step ``step`` (floored at lr * min_lr_ratio)."""
+    frac = min(1.0, step / total_steps)
+    return cfg.lr * max(cfg.min_lr_ratio, 1.0 - frac)
+
+
+@dataclass
+class Fused:
+    """The fused CPU kernel's view of the tables (numpy arrays sharing the tensors'
+    memory) and its per-thread buffers (firth.embeddings.sgns_fused)."""
+
+    tables: Tables
+    buffers: sgns_fused.Buffers
+
+    @classmethod
+    def of(cls, tables: Tables, cfg: SGNSConfig) -> Fused:
+        """Set the kernels' threads to torch's and compile (or load) them on a
+        tiny batch, so that the first real step is not charged with it."""
+        threads = sgns_fused.use_threads(torch.get_num_threads())
+        V = tables.C.shape[0]  # word rows of both tables (subword: of S @ Z)
+        bufs = sgns_fused.Buffers(threads, V, V, cfg.dim)
+        sgns_fused.row_norms(tables.C.numpy(), bufs.c_norm)  # a resumed C is not 0
+        sgns_fused.warm_up(threads)
+        return cls(tables, bufs)
+
+    def epoch(
+        self,
+        data: Sampling,
+        gen: torch.Generator,
+        cfg: SGNSConfig,
+        stats: TrainStats,
+        total_steps: int,
+        *,
+        desc: str,
+        progress: bool,
+    ) -> tuple[int, int, float]:
+        """As ``_epoch``: subsample and shuffle with ``gen``; then each batch of
+        centres is drawn and accumulated by the compiled kernel, its randomness
+        keyed by (seed, step)."""
+        ids = data.ids
+        mask = torch.rand(len(ids), generator=gen) < data.keep[ids]
+        kept, kept_sent = ids[mask], data.sent[mask]
+        n = len(kept)
+        stats.kept_tokens += n
+        first, last = sentence_bounds(kept_sent)
+        order = torch.randperm(n, generator=gen).numpy()
+        kept_np, first_np, last_np = kept.numpy(), first.numpy(), last.numpy()
+        prob, alias = data.prob.numpy(), data.alias.numpy()
+        B = cfg.batch_centres
+        loss_sum, pairs_epoch = 0.0, 0
+        bar = tqdm(
+            range(0, n, B), desc=desc, unit=" steps", disable=not progress, leave=False
+        )
+        for start in bar:
+            pos = order[start : start + B]
+            lr = _lr(cfg, stats.steps, total_steps)
+            batch_loss, P = self.step(
+                pos, kept_np, first_np, last_np, prob, alias, lr, cfg, stats.steps
+            )
+            if P == 0:
+                continue
+            if stats.steps == 0:
+                stats.first_loss = batch_loss / P
+            loss_sum += batch_loss
+            pairs_epoch += P
+            stats.steps += 1
+            if stats.steps % 20 == 0:
+                bar.set_postfix(loss=f"{loss_sum / pairs_epoch:.4f}", lr=f"{lr:.4g}")
+        stats.pairs += pairs_epoch
+        stats.epochs += 1
+        mean = loss_sum / max(1, pairs_epoch)
+        stats.epoch_loss.append(mean)
+        return n, pairs_epoch, mean
+
+    def step(self, pos, kept, first, last, prob, alias, lr, cfg, step):
+        """One batch: accumulate, then the optimiser's row update. Returns the
+        batch's summed pair loss and its number of pairs."""
+        t, b = self.tables, self.buffers
+        Z, C, S = t.Z, t.C, t.S
+        Wc = Z if S is None else S @ Z  # (V, d) word input vectors
+        C_np = C.numpy()
+        sgns_fused.batch_gradients(
+            Wc.numpy(), C_np, b.c_norm, sgns_fused.batch_key(cfg.seed, step), pos,
+            first, last, kept, prob, alias, cfg.window, cfg.dynamic_window,
+            cfg.negatives, np.float32(cfg.curvature_floor), b.gW, b.hW, b.touched,
+            b.gC, b.hC, b.loss, b.pairs,
+        )  # fmt: skip
+        loss, P = float(b.loss.sum()), int(b.pairs.sum())
+        if S is None and t.opt_in is None and cfg.optimizer == "damped-sgd":
+            lr32 = np.float32(lr)
+            sgns_fused.damped_update_rows(Z.numpy(), b.gW, b.hW, b.touched, lr32)
+            sgns_fused.damped_update_threads(C_np, b.gC, b.hC, lr32, b.c_norm)
+            return loss, P
+        sgns_fused.reduce_threads(b.gC, b.hC)
+        grad_W, h_in = torch.from_numpy(b.gW), torch.from_numpy(b.hW)
+        grad_C, h_out = torch.from_numpy(b.gC[0]), torch.from_numpy(b.hC[0])
+        grad_Z = grad_W if S is None else S.t() @ grad_W  # (R, d)
+        if t.opt_in is not None:
+            t.opt_in.step(Z, grad_Z, lr)
+            t.opt_out.step(C, grad_C, lr)
+        elif cfg.optimizer == "damped-sgd":
+            if S is not None:
+                h_in = (S.t() @ h_in[:, None]).squeeze(1)
+            Z.addcdiv_(grad_Z, (1.0 + lr * h_in)[:, None], value=-lr)
+            C.addcdiv_(grad_C, (1.0 + lr * h_out)[:, None], value=-lr)
+        else:
+            Z.add_(grad_Z, alpha=-lr)
+            C.add_(grad_C, alpha=-lr)
+        for x in (b.gW, b.hW, b.touched, b.gC[0], b.hC[0]):
+            x[...] = 0
+        sgns_fused.row_norms(C_np, b.c_norm)
+        return loss, P
