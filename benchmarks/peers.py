@@ -668,10 +668,12 @@ def _joey_config(
     cfg,
     beam: int,
     alpha: float,
-    schedule: str = "inverse-sqrt",
+    schedule: str = "recipe",
 ) -> dict:
     """JoeyNMT's configuration at Firth's settings (nmt.common, nmt.transformer);
-    ``schedule``: inverse-sqrt (after Firth's warm-up share) or constant."""
+    ``schedule``: inverse-sqrt (after Firth's warm-up share), constant, or recipe
+    (JoeyNMT's own recipes: constant for the recurrent model, whose configs reduce
+    the rate on a plateau, inverse-sqrt for the transformer)."""
     c = cfg.common
     every = max(1, steps // c.evals_per_epoch)
     logging = 10 if every >= 10 else every
@@ -686,9 +688,9 @@ def _joey_config(
         "tokenizer_cfg": {"pretokenizer": "none"},
     }
     if kind == "transformer":
-        from firth.nmt.config import schedule
+        from firth.nmt.config import schedule as model_schedule
 
-        t, own = cfg.transformer, schedule(cfg, "transformer")
+        t, own = cfg.transformer, model_schedule(cfg, "transformer")
         lr, warmup = own.lr, own.warmup
         layer = {
             "type": "transformer",
@@ -734,7 +736,8 @@ def _joey_config(
         "scheduling": "warmupinversesquareroot",
         "learning_rate_warmup": max(1, round(warmup * steps * epochs)),
     }
-    if schedule == "constant":  # JoeyNMT 2.3.0 refuses no scheduler: a factor of 1
+    if schedule == "constant" or (schedule == "recipe" and kind != "transformer"):
+        # JoeyNMT 2.3.0 refuses no scheduler: an exponential one with factor 1
         sched = {"scheduling": "exponential", "decrease_factor": 1.0}
     return {
         "name": f"joeynmt-{kind}-{seed}",
@@ -970,7 +973,7 @@ def nmt(
     epochs: int,
     kinds,
     workdir: Path,
-    joey_schedule: str = "inverse-sqrt",
+    joey_schedule: str = "recipe",
 ) -> dict:
     import yaml
 
@@ -1136,8 +1139,10 @@ def nmt(
         "(embedding and hidden sizes, dropout, label smoothing, batch_tokens, "
         "lr, clip, evaluations per epoch), AdamW, tied embeddings; transformer: "
         "nmt.transformer (layers, heads, ff, lr, warm-up). Schedules each tool's "
-        "own after the same warm-up share: Firth cosine decay, JoeyNMT inverse "
-        "square root. Beam 5 with JoeyNMT's "
+        "own: Firth cosine decay after its warm-up share; JoeyNMT per "
+        "joeynmt.schedule (recipe: constant rate for the recurrent model, the same "
+        "warm-up share then inverse square root for the transformer). Beam 5 with "
+        "JoeyNMT's "
         "length penalty ((5 + |y|) / 6)^alpha for both (evaluate_nmt.penalty "
         "gnmt); JoeyNMT's batches are shuffled sentences (padding counts against "
         "batch_tokens), Firth's length-sorted. Tokens/s: training target tokens "
@@ -1436,10 +1441,11 @@ def main(argv=None) -> None:
     )
     p.add_argument(
         "--joey-schedule",
-        default="inverse-sqrt",
-        choices=["inverse-sqrt", "constant"],
-        help="JoeyNMT's rate after the warm-up: its inverse square root decay, "
-        "or constant (no warm-up)",
+        default="recipe",
+        choices=["recipe", "inverse-sqrt", "constant"],
+        help="JoeyNMT's rate: its recipes' (constant for the recurrent model, whose "
+        "plateau scheduler does not fire in one epoch; warm-up then inverse square "
+        "root for the transformer), inverse-sqrt for both, or constant for both",
     )
     p.add_argument(
         "--nltk-test",

@@ -1,8 +1,10 @@
-"""Why Firth's SGNS trails gensim's skip-gram in words/s (benchmarks/peers.py):
-both trained on the default's corpus at 1 and at 2 threads (one epoch, the
-default's settings, each run in a fresh process), so the ratio is split into
-single-thread speed and scaling over threads; and Firth's run under
-torch.profiler at each thread count, its busiest operators by self CPU time.
+"""Firth's SGNS against gensim's skip-gram in words/s (benchmarks/peers.py), and
+the fused CPU step against the sparse one it replaced: each trained on the
+default's corpus at 1 and at 2 threads (one epoch, the default's settings, each
+run in a fresh process), so a ratio splits into single-thread speed and scaling
+over threads. Then where each Firth kernel spends its time: the sparse step under
+torch.profiler (busiest operators by self CPU time), the fused step by wall time
+of its compiled kernels.
 
     FIRTH_PROJECT=/path/to/trained/clone python benchmarks/sgns_threads.py
 
@@ -23,6 +25,10 @@ PROJECT = Path(os.environ.get("FIRTH_PROJECT", ROOT))
 sys.path.insert(0, str(ROOT / "src"))
 
 
+TOOLS = ("firth-sgns", "firth-sgns-sparse", "gensim-sg-ns")
+KERNEL = {"firth-sgns": "fused", "firth-sgns-sparse": "sparse"}
+
+
 def _one(tool: str, threads: int, epochs: int, profile: bool, queue) -> None:
     import torch
 
@@ -36,7 +42,8 @@ def _one(tool: str, threads: int, epochs: int, profile: bool, queue) -> None:
     common = cfg.common.model_copy(
         update={"threads": threads, "device": "cpu", "epochs": epochs}
     )
-    cfg = cfg.model_copy(update={"common": common})
+    sgns = cfg.sgns.model_copy(update={"kernel": KERNEL.get(tool, "auto")})
+    cfg = cfg.model_copy(update={"common": common, "sgns": sgns})
     data, sentences = load_corpus(
         PROJECT / "data/subsampled/text/train.txt",
         min_count=common.min_count,
@@ -45,6 +52,8 @@ def _one(tool: str, threads: int, epochs: int, profile: bool, queue) -> None:
     row: dict = {"tool": tool, "threads": threads, "epochs": epochs}
     if tool == "gensim-sg-ns":
         out = train_gensim(data, sentences, cfg, seed=13)
+    elif profile and tool == "firth-sgns":
+        out, row["kernel_seconds"] = _timed_fused(data, sentences, cfg)
     elif profile:
         from torch.profiler import ProfilerActivity
         from torch.profiler import profile as torch_profile
@@ -70,8 +79,32 @@ def _one(tool: str, threads: int, epochs: int, profile: bool, queue) -> None:
         out = train_method("sgns", data, sentences, cfg, seed=13, progress=False)
     seconds = out.stats["seconds"]
     row["seconds"] = round(seconds, 2)
+    if "compile_seconds" in out.stats:
+        row["compile_seconds"] = round(out.stats["compile_seconds"], 2)
     row["words_per_second"] = round(data.vocab.total_tokens * epochs / seconds)
     queue.put(row)
+
+
+def _timed_fused(data, sentences, cfg):
+    """Train with the fused kernel, timing each of its compiled functions."""
+    import time as _time
+
+    from firth.embeddings import sgns_fused
+    from firth.embeddings.methods import train_method
+
+    spent: dict[str, float] = {}
+    for name in ("batch_gradients", "damped_update_rows", "damped_update_threads"):
+        fn = getattr(sgns_fused, name)
+
+        def timed(*a, _fn=fn, _name=name):
+            t0 = _time.perf_counter()
+            out = _fn(*a)
+            spent[_name] = spent.get(_name, 0.0) + _time.perf_counter() - t0
+            return out
+
+        setattr(sgns_fused, name, timed)
+    out = train_method("sgns", data, sentences, cfg, seed=13, progress=False)
+    return out, {k: round(v, 2) for k, v in spent.items()}
 
 
 def main(argv=None) -> None:
@@ -84,7 +117,7 @@ def main(argv=None) -> None:
     rows = []
     probe = speed_probe()
     for threads in args.threads:
-        for tool in ("firth-sgns", "gensim-sg-ns"):
+        for tool in TOOLS:
             for _ in range(args.repeat):
                 row = in_fresh_process(
                     _one, tool, threads, args.epochs, False, label=f"{tool} {threads}"
@@ -101,14 +134,18 @@ def main(argv=None) -> None:
         ratios[f"firth/gensim at {t} threads"] = round(
             best["firth-sgns", t] / best["gensim-sg-ns", t], 3
         )
+        ratios[f"fused/sparse at {t} threads"] = round(
+            best["firth-sgns", t] / best["firth-sgns-sparse", t], 3
+        )
     if len(args.threads) > 1:
         lo, hi = min(args.threads), max(args.threads)
-        for tool in ("firth-sgns", "gensim-sg-ns"):
+        for tool in TOOLS:
             ratios[f"{tool} scaling {lo} -> {hi} threads"] = round(
                 best[tool, hi] / best[tool, lo], 3
             )
     profiles = [
-        in_fresh_process(_one, "firth-sgns", t, args.epochs, True, label=f"profile {t}")
+        in_fresh_process(_one, tool, t, args.epochs, True, label=f"profile {tool} {t}")
+        for tool in KERNEL
         for t in args.threads
     ]
     write_result(

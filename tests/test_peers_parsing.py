@@ -134,3 +134,30 @@ def test_a_partial_nmt_run_keeps_the_other_models():
     }
     assert [c["model"] for c in got["comparisons"]] == ["bahdanau", "transformer"]
     assert peers.merge_nmt(None, new) is new
+
+
+@pytest.mark.parametrize(
+    ("schedule", "kind", "expect"),
+    [
+        ("recipe", "bahdanau", "exponential"),
+        ("recipe", "transformer", "warmupinversesquareroot"),
+        ("constant", "transformer", "exponential"),
+        ("inverse-sqrt", "bahdanau", "warmupinversesquareroot"),
+    ],
+)
+def test_joeynmt_schedule_follows_its_recipes(tmp_path, schedule, kind, expect):
+    from firth.config import load_section
+    from firth.nmt.config import Nmt
+    from firth.nmt.config import schedule as model_schedule
+
+    cfg = load_section("nmt", ROOT / "params.yaml", schema=Nmt)
+    conf = peers._joey_config(
+        kind, 13, 1, tmp_path, tmp_path / "m", 400, cfg, 5, 1.0, schedule
+    )
+    train = conf["training"]
+    assert train["scheduling"] == expect
+    if expect == "exponential":
+        assert train["decrease_factor"] == 1.0  # a constant rate
+    else:
+        warmup = model_schedule(cfg, kind).warmup  # the model's own warm-up share
+        assert train["learning_rate_warmup"] == max(1, round(warmup * 400))
