@@ -1194,10 +1194,9 @@ def _firth_tag_one(folder: str, test: list, threads: int, queue) -> None:
 
 
 def taggers(seeds: list[int], threads: int, rule, workdir: Path) -> dict:
-    import numpy as np
     import yaml
 
-    from firth.evidence import ACCURACY, F1
+    from firth.evidence import ACCURACY, F1, tag_columns
     from firth.inference import compare, side
     from firth.tagging.data import read_split
     from firth.tagging.evaluate import gold_entities, sentence_stats
@@ -1312,17 +1311,15 @@ def taggers(seeds: list[int], threads: int, rule, workdir: Path) -> dict:
                             "do not align with the test tokens"
                         )
                 st = sentence_stats(gold, pred, bio=bio)
-                zero = [0] * len(gold)
-                cols = [
-                    st.get("tp", zero),
-                    st.get("pred", zero),
-                    n_gold,
-                    st.get("invalid", zero),
-                    [1] * len(gold),
-                    st["correct"],
-                    [len(g) for g in gold],
-                ]
-                stats.setdefault((data, tool), []).append(np.array(cols, float).T)
+                cols = tag_columns(
+                    tokens=[len(g) for g in gold],
+                    correct=st["correct"],
+                    gold=n_gold,
+                    tp=st.get("tp"),
+                    pred=st.get("pred"),
+                    invalid=st.get("invalid"),
+                )
+                stats.setdefault((data, tool), []).append(cols)
                 row = {
                     "tool": tool,
                     "data": data,

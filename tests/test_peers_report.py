@@ -168,3 +168,14 @@ def test_section_lists_every_tool_comparison_and_reason():
 def test_no_section_before_the_benchmark_ran():
     assert peers_section(None) is None
     assert peers_section({"tasks": {}}) is None
+
+
+def test_section_names_the_commit_of_each_task_run_on_its_own():
+    r = result()
+    r["tasks"]["vectors"]["head_commit"] = "c1ae76db" + "0" * 32
+    r["tasks"]["nmt"]["head_commit"] = "309e4d5a" + "0" * 32
+    sec = peers_section(r)
+    assert "Each task is rerun on its own (vectors at c1ae76d, nmt at 309e4d5)." in (
+        sec.intro
+    )
+    assert "`python benchmarks/peers.py` ran each peer" in sec.intro

@@ -179,22 +179,30 @@ def chosen_init(ev: Evidence, run: str) -> str:
     return max(e.inits, key=lambda i: (float(np.mean(valid[i])), -e.inits.index(i)))
 
 
-def _tag_stats(items: TaggerItems, stats) -> np.ndarray:
-    """The columns tp, pred, gold, invalid, sentence, correct, tokens."""
-    n = len(items.tokens)
+def tag_columns(
+    *, tokens, correct, gold=None, tp=None, pred=None, invalid=None
+) -> np.ndarray:
+    """The per-sentence columns the tagging metrics read (n, 7): tp, pred, gold,
+    invalid, sentence, correct, tokens. The entity counts (tp, pred, gold,
+    invalid) are zero where the data have no entities (accuracy only)."""
+    n = len(tokens)
     zero = [0] * n
     return np.stack(
-        [
-            stats.tp or zero,
-            stats.pred or zero,
-            items.gold or zero,
-            stats.invalid or zero,
-            [1] * n,
-            stats.correct,
-            items.tokens,
-        ],
+        [tp or zero, pred or zero, gold or zero, invalid or zero, [1] * n, correct,
+         tokens],
         1,
-    ).astype(np.float64)
+    ).astype(np.float64)  # fmt: skip
+
+
+def _tag_stats(items: TaggerItems, stats) -> np.ndarray:
+    return tag_columns(
+        tokens=items.tokens,
+        correct=stats.correct,
+        gold=items.gold,
+        tp=stats.tp,
+        pred=stats.pred,
+        invalid=stats.invalid,
+    )
 
 
 def tag_side(ev: Evidence, run: str, init: str, *, constrained=False) -> Side:

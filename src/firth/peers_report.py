@@ -51,8 +51,6 @@ def _vectors(sec: Section, task: dict, notes: list[str]) -> None:
     sec.tables.append(
         ("Word vectors: Firth against each peer (paired bootstrap)", (header, rows))
     )
-    for tool, why in task.get("skipped", {}).items():
-        notes.append(f"{tool} not run: {why}")
 
 
 def _ngram(sec: Section, task: dict, notes: list[str]) -> None:
@@ -115,8 +113,6 @@ def _ngram(sec: Section, task: dict, notes: list[str]) -> None:
             f"tokens/s, perplexity {n['nltk_perplexity']:.1f} against Firth's "
             f"{n['firth_perplexity']:.1f} ({n['note']})."
         )
-    for tool, why in task.get("skipped", {}).items():
-        notes.append(f"{tool} not run: {why}")
 
 
 NMT_LABEL = {"bahdanau": "GRU + Bahdanau attention", "transformer": "transformer"}
@@ -170,8 +166,6 @@ def _nmt(sec: Section, task: dict, notes: list[str]) -> None:
         )
     if "settings" in task:
         notes.append(f"Translation settings: {task['settings']}.")
-    for tool, why in task.get("skipped", {}).items():
-        notes.append(f"{tool} not run: {why}")
 
 
 def _taggers(sec: Section, task: dict, notes: list[str]) -> None:
@@ -210,8 +204,9 @@ def _taggers(sec: Section, task: dict, notes: list[str]) -> None:
         )
     if "settings" in task:
         notes.append(f"Tagger settings: {task['settings']}.")
-    for tool, why in task.get("skipped", {}).items():
-        notes.append(f"{tool} not run: {why}")
+
+
+RENDER = {"vectors": _vectors, "ngram": _ngram, "nmt": _nmt, "taggers": _taggers}
 
 
 def peers_section(result: dict | None) -> Section | None:
@@ -221,20 +216,25 @@ def peers_section(result: dict | None) -> Section | None:
         return None
     sec = Section(TITLE)
     sec.intro = (
-        f"`{result['command']}` ran each peer and Firth's own trainer on the same "
-        "prepared data, split and tokens at matched settings, in one run on this "
-        f"{result['machine']['cpus']}-core machine. Quality differences are "
+        "`python benchmarks/peers.py` ran each peer and Firth's own trainer on the "
+        "same prepared data, split and tokens at matched settings, side by side on "
+        f"this {result['machine']['cpus']}-core machine. Quality differences are "
         f"{result['rule']}: 'Firth ahead', 'peer ahead' or 'inconclusive' (a tie). "
         "Speed ratios are Firth's rate over the peer's."
     )
     notes: list[str] = []
-    if "vectors" in tasks:
-        _vectors(sec, tasks["vectors"], notes)
-    if "ngram" in tasks:
-        _ngram(sec, tasks["ngram"], notes)
-    if "nmt" in tasks:
-        _nmt(sec, tasks["nmt"], notes)
-    if "taggers" in tasks:
-        _taggers(sec, tasks["taggers"], notes)
+    for name, render in RENDER.items():
+        if name not in tasks:
+            continue
+        render(sec, tasks[name], notes)
+        skipped = tasks[name].get("skipped", {})
+        notes.extend(f"{tool} not run: {why}" for tool, why in skipped.items())
+    ran = [
+        f"{name} at {tasks[name]['head_commit'][:7]}"
+        for name in RENDER
+        if name in tasks and "head_commit" in tasks[name]
+    ]
+    if ran:
+        notes.append(f"Each task is rerun on its own ({', '.join(ran)}).")
     sec.intro = " ".join([sec.intro, *notes])
     return sec
