@@ -112,13 +112,36 @@ def draw_pairs(key, pos, first, last, kept, prob, alias, window, dynamic, K):
 
 
 @njit(inline="always")
+def _dot(W, w, C, c, d):
+    """W[w] . C[c] in a fixed order: 8 interleaved partial sums (lanes a compiler
+    can pack into one vector without reordering), then the lanes in order, then
+    the tail. No fastmath anywhere: every build of the kernel gives the same bits
+    (with reassociation allowed, a freshly compiled and a cached kernel differed)."""
+    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = np.float32(0.0)
+    end = d - d % 8
+    for k in range(0, end, 8):
+        a0 += W[w, k] * C[c, k]
+        a1 += W[w, k + 1] * C[c, k + 1]
+        a2 += W[w, k + 2] * C[c, k + 2]
+        a3 += W[w, k + 3] * C[c, k + 3]
+        a4 += W[w, k + 4] * C[c, k + 4]
+        a5 += W[w, k + 5] * C[c, k + 5]
+        a6 += W[w, k + 6] * C[c, k + 6]
+        a7 += W[w, k + 7] * C[c, k + 7]
+    z = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))
+    for k in range(end, d):
+        z += W[w, k] * C[c, k]
+    return z
+
+
+@njit(inline="always")
 def owner(w, T):
     """The thread that accumulates input row w (a multiplicative hash, so that
     frequent and rare ids spread evenly over the threads)."""
     return ((np.uint64(w) * np.uint64(2654435761)) >> _S16) % np.uint64(T)
 
 
-@njit(parallel=True, cache=True, fastmath=True)
+@njit(parallel=True, cache=True)
 def batch_gradients(
     W, C, c_norm, key, pos, first, last, kept, prob, alias, window, dynamic, K,
     floor, gW, hW, touched, gC, hC, loss, pairs,
@@ -137,8 +160,7 @@ def batch_gradients(
 
     Thread t takes the centres whose input row it owns (``owner``), so input rows
     need one buffer and are summed in batch order whatever the thread count; the
-    context rows get one buffer per thread. fastmath lets the dot products
-    vectorise (float sums reordered).
+    context rows get one buffer per thread.
     """
     B = pos.shape[0]
     d = W.shape[1]
@@ -165,9 +187,7 @@ def batch_gradients(
             for m in range(n):
                 for j in range(K + 1):
                     c = out[m, j]
-                    z = np.float32(0.0)
-                    for k in range(d):
-                        z += W[w, k] * C[c, k]
+                    z = _dot(W, w, C, c, d)
                     # s = sigmoid(z) and the loss softplus(-z) (context) or
                     # softplus(z) (negative), from one exp of -|z|
                     e = np.exp(-abs(z))
@@ -209,7 +229,7 @@ def reduce_threads(g, h):
                 g[t, r, k] = 0.0
 
 
-@njit(parallel=True, cache=True, fastmath=True)
+@njit(parallel=True, cache=True)
 def damped_update_rows(X, g, h, touched, lr):
     """The damped SGD update X[r] -= lr / (1 + lr h[r]) g[r] of the touched rows
     (g (V, d), h (V,)); their buffers and flags are zeroed."""
