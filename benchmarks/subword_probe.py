@@ -9,9 +9,10 @@ test halves and the analogies are not read.
 
     FIRTH_PROJECT=/path/to/trained/clone python benchmarks/subword_probe.py
     python benchmarks/subword_probe.py --set combine=mean --set combine=mean,lr=0.1
-    python benchmarks/subword_probe.py --set default --set kernel=online,combine=mean,lr=0.05
+    python benchmarks/subword_probe.py --set default \
+        --set kernel=online,combine=mean,lr=0.05 --out .../subword-online.json
 
-Writes benchmarks/results/probes/subword-settings.json."""
+Writes benchmarks/results/probes/subword-settings.json (or --out)."""
 
 from __future__ import annotations
 
@@ -125,7 +126,12 @@ def main(argv=None) -> None:
     write_result(
         args.out,
         {
-            "command": " ".join(["python benchmarks/subword_probe.py", *(argv or [])]),
+            "command": " ".join(
+                [
+                    "python benchmarks/subword_probe.py",
+                    *(argv if argv is not None else sys.argv[1:]),
+                ]
+            ),
             "head_commit": head_commit(ROOT),
             "project": str(PROJECT),
             "machine": machine(),

@@ -344,12 +344,17 @@ class Tables:
         return z
 
     def state(self, gen: torch.Generator, stats: TrainStats) -> dict:
-        """The whole training state after an epoch (a checkpoint)."""
+        """The whole training state after an epoch (a checkpoint): a copy, which
+        later steps (they update the tables in place) leave as it was."""
         return {
-            "Z": self.Z.detach().cpu(),
-            "C": self.C.detach().cpu(),
-            "acc_in": self.opt_in.acc.cpu() if self.opt_in is not None else None,
-            "acc_out": self.opt_out.acc.cpu() if self.opt_out is not None else None,
+            "Z": self.Z.detach().cpu().clone(),
+            "C": self.C.detach().cpu().clone(),
+            "acc_in": self.opt_in.acc.cpu().clone()
+            if self.opt_in is not None
+            else None,
+            "acc_out": self.opt_out.acc.cpu().clone()
+            if self.opt_out is not None
+            else None,
             "generator": gen.get_state(),
             "stats": asdict(stats),
         }

@@ -339,26 +339,6 @@ def warm_up(threads: int) -> None:
 # The online loop (kernel "online"): word2vec's and fastText's own update rule.
 
 
-@njit(inline="always")
-def _dot_h(h, C, c, d):
-    """h . C[c] in ``_dot``'s fixed order."""
-    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = np.float32(0.0)
-    end = d - d % 8
-    for k in range(0, end, 8):
-        a0 += h[k] * C[c, k]
-        a1 += h[k + 1] * C[c, k + 1]
-        a2 += h[k + 2] * C[c, k + 2]
-        a3 += h[k + 3] * C[c, k + 3]
-        a4 += h[k + 4] * C[c, k + 4]
-        a5 += h[k + 5] * C[c, k + 5]
-        a6 += h[k + 6] * C[c, k + 6]
-        a7 += h[k + 7] * C[c, k + 7]
-    z = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))
-    for k in range(end, d):
-        z += h[k] * C[c, k]
-    return z
-
-
 @njit(parallel=True, cache=True)
 def online_batch(
     Z, C, rows_ptr, rows_idx, rows_val, key, pos, first, last, kept, prob, alias,
@@ -385,7 +365,7 @@ def online_batch(
     B = pos.shape[0]
     for t in prange(T):
         out = np.empty((2 * window, K + 1), dtype=np.int64)
-        h = np.empty(d, dtype=np.float32)
+        h = np.empty((1, d), dtype=np.float32)  # a table of one row, for _dot
         grad = np.empty(d, dtype=np.float32)
         Zt = Z[t]
         Ct = C[t]
@@ -399,15 +379,15 @@ def online_batch(
             a, b = rows_ptr[w], rows_ptr[w + 1]
             for m in range(n):
                 for k in range(d):
-                    h[k] = 0.0
+                    h[0, k] = 0.0
                     grad[k] = 0.0
                 for r in range(a, b):
                     row, v = rows_idx[r], rows_val[r]
                     for k in range(d):
-                        h[k] += v * Zt[row, k]
+                        h[0, k] += v * Zt[row, k]
                 for j in range(K + 1):
                     c = out[m, j]
-                    z = _dot_h(h, Ct, c, d)
+                    z = _dot(h, 0, Ct, c, d)
                     e = np.exp(-abs(z))
                     s = np.float32(1.0) / (np.float32(1.0) + e)
                     if z < 0:
@@ -420,7 +400,7 @@ def online_batch(
                         total += max(z, np.float32(0.0)) + np.log1p(e)
                     for k in range(d):
                         grad[k] += g * Ct[c, k]
-                        Ct[c, k] += g * h[k]
+                        Ct[c, k] += g * h[0, k]
                     touchedC[t, c] = 1
                 for r in range(a, b):
                     row = rows_idx[r]
