@@ -9,8 +9,10 @@ test halves and the analogies are not read.
 
     FIRTH_PROJECT=/path/to/trained/clone python benchmarks/subword_probe.py
     python benchmarks/subword_probe.py --set combine=mean --set combine=mean,lr=0.1
+    python benchmarks/subword_probe.py --set default \
+        --set kernel=online,combine=mean,lr=0.05 --out .../subword-online.json
 
-Writes benchmarks/results/probes/subword-settings.json."""
+Writes benchmarks/results/probes/subword-settings.json (or --out)."""
 
 from __future__ import annotations
 
@@ -34,8 +36,10 @@ def parse_setting(text: str) -> dict:
     out: dict = {}
     for part in text.split(","):
         key, sep, value = part.partition("=")
-        if not sep or key not in ("combine", "lr"):
-            raise SystemExit(f"--set {text!r}: expected combine=sum|mean and/or lr=X")
+        if not sep or key not in ("combine", "lr", "kernel"):
+            raise SystemExit(
+                f"--set {text!r}: expected combine=sum|mean, kernel=K and/or lr=X"
+            )
         out[key] = float(value) if key == "lr" else value
     return out
 
@@ -54,11 +58,8 @@ def _one(setting: dict, seed: int, threads: int, queue) -> None:
     torch.set_num_threads(threads)
     cfg = load_section("embeddings", PROJECT / "params.yaml", schema=Embeddings)
     common = cfg.common.model_copy(update={"threads": threads, "device": "cpu"})
-    sub = cfg.subword.model_copy(
-        update={k: v for k, v in setting.items() if k == "combine"}
-    )
-    sgns = cfg.sgns.model_copy(update={k: v for k, v in setting.items() if k == "lr"})
-    cfg = cfg.model_copy(update={"common": common, "subword": sub, "sgns": sgns})
+    sub = cfg.subword.model_copy(update=setting)
+    cfg = cfg.model_copy(update={"common": common, "subword": sub})
     data, sentences = load_corpus(
         PROJECT / "data/subsampled/text/train.txt",
         min_count=common.min_count,
@@ -76,7 +77,8 @@ def _one(setting: dict, seed: int, threads: int, queue) -> None:
         {
             "setting": setting or "default",
             "combine": sub.combine,
-            "lr": sgns.lr,
+            "kernel": sub.kernel,
+            "lr": sub.lr,
             "seed": seed,
             "seconds": round(out.stats["seconds"], 2),
             "dev_spearman": scores,
@@ -91,7 +93,8 @@ def main(argv=None) -> None:
         "--set",
         action="append",
         dest="settings",
-        help="a setting to try (repeatable): combine=..., lr=..., or default",
+        help="a setting to try (repeatable): combine=..., kernel=..., lr=..., "
+        "or default",
     )
     p.add_argument("--seeds", nargs="+", type=int, default=[13, 14])
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1)
@@ -123,7 +126,12 @@ def main(argv=None) -> None:
     write_result(
         args.out,
         {
-            "command": " ".join(["python benchmarks/subword_probe.py", *(argv or [])]),
+            "command": " ".join(
+                [
+                    "python benchmarks/subword_probe.py",
+                    *(argv if argv is not None else sys.argv[1:]),
+                ]
+            ),
             "head_commit": head_commit(ROOT),
             "project": str(PROJECT),
             "machine": machine(),

@@ -30,7 +30,7 @@ class EmbeddingsSGNS(ParamSection):
     optimizer: Literal["adagrad", "sgd", "damped-sgd"]
     curvature_floor: float = Field(ge=0)
     batch_centres: int = Field(ge=1)
-    kernel: Literal["auto", "fused", "sparse", "gather"]
+    kernel: Literal["auto", "fused", "online", "sparse", "gather"]
 
 
 class EmbeddingsSubword(ParamSection):
@@ -38,6 +38,8 @@ class EmbeddingsSubword(ParamSection):
     max_n: int = Field(ge=1)
     buckets: int = Field(ge=1)
     combine: Literal["sum", "mean"]
+    kernel: Literal["auto", "fused", "online", "sparse", "gather"]
+    lr: float = Field(gt=0)
 
     @model_validator(mode="after")
     def _order(self) -> Self:

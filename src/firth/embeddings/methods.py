@@ -68,11 +68,22 @@ class TrainedVectors:
 
 
 def sgns_config(
-    cfg: Embeddings, seed: int, *, negatives: int | None = None, cds: float = 0.75
+    cfg: Embeddings,
+    seed: int,
+    *,
+    negatives: int | None = None,
+    cds: float = 0.75,
+    subword: bool = False,
 ) -> SGNSConfig:
     """SGNS's settings: ``common`` (window and its weighting, subsampling, epochs),
-    ``sgns`` (the optimiser), and the tuned ``negatives`` and ``cds``."""
+    ``sgns`` (the optimiser), and the tuned ``negatives`` and ``cds``; for the
+    subword model, its own kernel and rate (``subword``)."""
     c = cfg.common
+    kernel, lr = (
+        (cfg.subword.kernel, cfg.subword.lr)
+        if subword
+        else (cfg.sgns.kernel, cfg.sgns.lr)
+    )
     return SGNSConfig(
         dim=c.dim,
         window=c.window,
@@ -81,11 +92,11 @@ def sgns_config(
         cds=cds,
         sample=c.sample,
         epochs=c.epochs,
-        lr=cfg.sgns.lr,
+        lr=lr,
         optimizer=cfg.sgns.optimizer,
         curvature_floor=cfg.sgns.curvature_floor,
         batch_centres=cfg.sgns.batch_centres,
-        kernel=cfg.sgns.kernel,
+        kernel=kernel,
         seed=seed,
     )
 
@@ -248,7 +259,7 @@ def _train_sgns(
     want_c: bool = False,
 ):
     corpus, cfg, device = run.corpus, run.cfg, run.device
-    scfg = sgns_config(cfg, run.seed, negatives=negatives, cds=cds)
+    scfg = sgns_config(cfg, run.seed, negatives=negatives, cds=cds, subword=subword)
     space = S = None
     if subword:
         sw = cfg.subword

@@ -58,7 +58,7 @@ from firth.embeddings.corpus import Corpus
 
 log = logging.getLogger(__name__)
 
-Kernel = Literal["auto", "fused", "sparse", "gather"]
+Kernel = Literal["auto", "fused", "online", "sparse", "gather"]
 Optimizer = Literal["adagrad", "sgd", "damped-sgd"]
 
 # CSR tensors are "beta" in torch and warn on creation; the kernels used here are
@@ -277,11 +277,13 @@ class RowAdaGrad:
 
 def resolve_kernel(
     kernel: Kernel, device: torch.device
-) -> Literal["fused", "sparse", "gather"]:
+) -> Literal["fused", "online", "sparse", "gather"]:
     if kernel == "auto":
         return "fused" if device.type == "cpu" else "gather"
-    if kernel == "fused" and device.type != "cpu":
-        raise ValueError("the fused SGNS kernel runs on the CPU; use gather on a GPU")
+    if kernel in ("fused", "online") and device.type != "cpu":
+        raise ValueError(
+            f"the {kernel} SGNS kernel runs on the CPU; use gather on a GPU"
+        )
     return kernel
 
 
@@ -342,12 +344,17 @@ class Tables:
         return z
 
     def state(self, gen: torch.Generator, stats: TrainStats) -> dict:
-        """The whole training state after an epoch (a checkpoint)."""
+        """The whole training state after an epoch (a checkpoint): a copy, which
+        later steps (they update the tables in place) leave as it was."""
         return {
-            "Z": self.Z.detach().cpu(),
-            "C": self.C.detach().cpu(),
-            "acc_in": self.opt_in.acc.cpu() if self.opt_in is not None else None,
-            "acc_out": self.opt_out.acc.cpu() if self.opt_out is not None else None,
+            "Z": self.Z.detach().cpu().clone(),
+            "C": self.C.detach().cpu().clone(),
+            "acc_in": self.opt_in.acc.cpu().clone()
+            if self.opt_in is not None
+            else None,
+            "acc_out": self.opt_out.acc.cpu().clone()
+            if self.opt_out is not None
+            else None,
             "generator": gen.get_state(),
             "stats": asdict(stats),
         }
@@ -407,9 +414,9 @@ def train_sgns(
         stats = tables.restore(resume, gen, device)
         log.info("sgns: resuming after epoch %d/%d", stats.epochs, cfg.epochs)
     fused = None
-    if kernel == "fused":
+    if kernel in ("fused", "online"):
         c0 = time.perf_counter()
-        fused = Fused.of(tables, cfg)
+        fused = (Fused if kernel == "fused" else Online).of(tables, cfg)
         stats.compile_seconds = time.perf_counter() - c0
     start_epoch, seconds_before = stats.epochs, stats.seconds
     t0 = time.perf_counter()
@@ -638,3 +645,62 @@ class Fused:
             x[...] = 0
         sgns_fused.row_norms(C_np, b.c_norm)
         return loss, P
+
+
+@dataclass
+class Online(Fused):
+    """The online loop (``kernel="online"``): word2vec's and fastText's own rule,
+    an SGD step per (centre, context) pair in corpus order at the linearly
+    decaying rate ``lr`` (``optimizer`` is not read), through
+    ``sgns_fused.online_batch``. With more than one thread, each thread trains its
+    own copy of the tables on its share of a batch and their changes are summed
+    after the batch (``sgns_fused.merge_copies``): deterministic for a given thread
+    count, where word2vec's and fastText's threads race on shared tables."""
+
+    rows: tuple[np.ndarray, np.ndarray, np.ndarray] = ()  # CSR of each word's rows
+    flags: tuple[np.ndarray, np.ndarray] = ()  # (T, rows) touched flags of Z and C
+    copies: tuple[np.ndarray, np.ndarray] | None = None  # threads' (T, rows, d) tables
+
+    @classmethod
+    def of(cls, tables: Tables, cfg: SGNSConfig) -> Online:
+        threads = sgns_fused.use_threads(torch.get_num_threads())
+        S, Z, C = tables.S, tables.Z, tables.C
+        if S is None:
+            V = Z.shape[0]
+            ptr, idx = np.arange(V + 1), np.arange(V)
+            val = np.ones(V, dtype=np.float32)
+        else:
+            ptr, idx = S.crow_indices().numpy(), S.col_indices().numpy()
+            val = S.values().numpy()
+        rows = (ptr.astype(np.int64), idx.astype(np.int64), val.astype(np.float32))
+        copies = None
+        if threads > 1:
+            Zs = np.repeat(Z.numpy()[None], threads, axis=0)
+            Cs = np.repeat(C.numpy()[None], threads, axis=0)
+            copies = (Zs, Cs)
+        flags = (
+            np.zeros((threads, Z.shape[0]), dtype=np.uint8),
+            np.zeros((threads, C.shape[0]), dtype=np.uint8),
+        )
+        bufs = sgns_fused.Buffers(threads, 1, 1, 1)  # its loss and pairs only
+        sgns_fused.warm_up_online(threads)
+        return cls(tables, bufs, rows, flags, copies)
+
+    def step(self, pos, kept, first, last, prob, alias, lr, cfg, step):
+        """One batch of pair-by-pair updates, then (threads > 1) the merge of the
+        threads' copies. Returns the batch's summed pair loss and its pairs."""
+        t, b = self.tables, self.buffers
+        Z, C = t.Z.numpy(), t.C.numpy()
+        if self.copies is None:
+            Zs, Cs = Z[None], C[None]
+        else:
+            Zs, Cs = self.copies
+        sgns_fused.online_batch(
+            Zs, Cs, *self.rows, sgns_fused.batch_key(cfg.seed, step), pos, first,
+            last, kept, prob, alias, cfg.window, cfg.dynamic_window, cfg.negatives,
+            np.float32(lr), *self.flags, b.loss, b.pairs,
+        )  # fmt: skip
+        if self.copies is not None:
+            sgns_fused.merge_copies(Z, Zs, self.flags[0])
+            sgns_fused.merge_copies(C, Cs, self.flags[1])
+        return float(b.loss.sum()), int(b.pairs.sum())

@@ -334,3 +334,123 @@ def warm_up(threads: int) -> None:
     damped_update_threads(W, b.gC, b.hC, np.float32(0.0), b.c_norm)
     row_norms(W, b.c_norm)
     reduce_threads(b.gC, b.hC)
+
+
+# The online loop (kernel "online"): word2vec's and fastText's own update rule.
+
+
+@njit(parallel=True, cache=True)
+def online_batch(
+    Z, C, rows_ptr, rows_idx, rows_val, key, pos, first, last, kept, prob, alias,
+    window, dynamic, K, lr, touchedZ, touchedC, loss, pairs,
+):  # fmt: skip
+    """One batch of the online loop: an SGD step per (centre, context) pair, in
+    batch order, as word2vec's and fastText's skip-gram train (fastText's
+    ``Model::update`` with negative sampling).
+
+    Z (T, R, d) and C (T, V, d) are each thread's tables; thread t takes the t-th
+    contiguous share of the batch's centres and changes only its own copy (with
+    T = 1, the tables themselves). The centre word w's vector is
+    h = sum_r rows_val[r] Z[rows_idx[r]] over r in rows_ptr[w]..rows_ptr[w+1] (one
+    row of weight 1 for plain SGNS; the word's and its n-grams' rows, weight 1 or
+    1/n, for subword SGNS). For the context and each of its K negatives c, with
+    g = lr (label - s(h.C[c])): grad += g C[c], then C[c] += g h; after the K+1
+    targets every row of w gets += grad (fastText adds the whole of it to each row,
+    also where h is their mean). h is recomputed for each pair. touchedZ and
+    touchedC flag the rows a thread changed; loss[t] and pairs[t] get its summed
+    pair loss (at the scores before each update) and its number of pairs.
+    """
+    T = Z.shape[0]
+    d = Z.shape[2]
+    B = pos.shape[0]
+    for t in prange(T):
+        out = np.empty((2 * window, K + 1), dtype=np.int64)
+        h = np.empty((1, d), dtype=np.float32)  # a table of one row, for _dot
+        grad = np.empty(d, dtype=np.float32)
+        Zt = Z[t]
+        Ct = C[t]
+        total = 0.0
+        n_pairs = 0
+        for i in range(t * B // T, (t + 1) * B // T):
+            n = _centre_pairs(
+                i, key, pos, first, last, kept, prob, alias, window, dynamic, K, out
+            )
+            w = kept[pos[i]]
+            a, b = rows_ptr[w], rows_ptr[w + 1]
+            for m in range(n):
+                for k in range(d):
+                    h[0, k] = 0.0
+                    grad[k] = 0.0
+                for r in range(a, b):
+                    row, v = rows_idx[r], rows_val[r]
+                    for k in range(d):
+                        h[0, k] += v * Zt[row, k]
+                for j in range(K + 1):
+                    c = out[m, j]
+                    z = _dot(h, 0, Ct, c, d)
+                    e = np.exp(-abs(z))
+                    s = np.float32(1.0) / (np.float32(1.0) + e)
+                    if z < 0:
+                        s = e * s
+                    if j == 0:
+                        g = lr * (np.float32(1.0) - s)
+                        total += max(-z, np.float32(0.0)) + np.log1p(e)
+                    else:
+                        g = -lr * s
+                        total += max(z, np.float32(0.0)) + np.log1p(e)
+                    for k in range(d):
+                        grad[k] += g * Ct[c, k]
+                        Ct[c, k] += g * h[0, k]
+                    touchedC[t, c] = 1
+                for r in range(a, b):
+                    row = rows_idx[r]
+                    for k in range(d):
+                        Zt[row, k] += grad[k]
+                    touchedZ[t, row] = 1
+            n_pairs += n
+        loss[t] = total
+        pairs[t] = n_pairs
+
+
+@njit(parallel=True, cache=True)
+def merge_copies(X, copies, touched):
+    """After an online batch on T > 1 copies that each started from X: X[r] += the
+    sum over threads (in thread order) of copies[t, r] - X[r], for the rows some
+    thread touched; then every copy of those rows is set to X[r] and the flags
+    are zeroed. X (R, d), copies (T, R, d), touched (T, R)."""
+    T, R, d = copies.shape
+    for r in prange(R):
+        hit = False
+        for t in range(T):
+            if touched[t, r]:
+                hit = True
+        if not hit:
+            continue
+        for k in range(d):
+            x = X[r, k]
+            v = x
+            for t in range(T):
+                if touched[t, r]:
+                    v += copies[t, r, k] - x
+            X[r, k] = v
+            for t in range(T):
+                copies[t, r, k] = v
+        for t in range(T):
+            touched[t, r] = 0
+
+
+def warm_up_online(threads: int) -> None:
+    """Compile the online kernels (or load them from numba's cache) on a tiny batch."""
+    V, d, T = 3, 2, threads
+    Z = np.ones((T, V, d), dtype=np.float32)
+    kept = np.arange(V, dtype=np.int64)
+    first, last = np.zeros(V, dtype=np.int64), np.full(V, V - 1, dtype=np.int64)
+    prob, alias = np.ones(V, dtype=np.float32), kept.copy()
+    ptr = np.arange(V + 1, dtype=np.int64)
+    val = np.ones(V, dtype=np.float32)
+    tz, tc = np.zeros((T, V), dtype=np.uint8), np.zeros((T, V), dtype=np.uint8)
+    online_batch(
+        Z, Z.copy(), ptr, kept, val, np.uint64(1), kept, first, last, kept, prob,
+        alias, 1, True, 1, np.float32(0.0), tz, tc, np.zeros(T), np.zeros(T, np.int64),
+    )  # fmt: skip
+    merge_copies(Z[0].copy(), Z, tz)
