@@ -173,9 +173,7 @@ def test_online_training_learns_reproducibly_and_resumes(lee_corpus, threads):
             dim=20, epochs=2, batch_centres=1024, seed=4, kernel="online", lr=0.025
         )
         saved = []
-        W1, C1, st = train_sgns(
-            lee_corpus, cfg, progress=False, on_epoch=saved.append
-        )
+        W1, C1, st = train_sgns(lee_corpus, cfg, progress=False, on_epoch=saved.append)
         W2, _, _ = train_sgns(lee_corpus, cfg, progress=False)
         W3, _, _ = train_sgns(lee_corpus, cfg, progress=False, resume=saved[0])
     finally:

@@ -260,6 +260,15 @@ def _train_sgns(
 ):
     corpus, cfg, device = run.corpus, run.cfg, run.device
     scfg = sgns_config(cfg, run.seed, negatives=negatives, cds=cds, subword=subword)
+    if scfg.kernel in ("fused", "online") and device.type != "cpu":
+        if cfg.common.device != "auto":
+            raise ValueError(
+                f"the {scfg.kernel} SGNS kernel runs on the CPU, but "
+                f"embeddings.common.device is {cfg.common.device!r}: set the kernel "
+                "to auto or gather (with its lr) to train on the GPU"
+            )
+        log.info("sgns: the %s kernel runs on the CPU (device auto)", scfg.kernel)
+        device = torch.device("cpu")
     space = S = None
     if subword:
         sw = cfg.subword
