@@ -10,6 +10,7 @@ import pytest
 import torch
 from gensim.test.utils import datapath
 from scipy import stats as sps
+from sgns_batch import random_batch
 
 from firth.embeddings import sgns_fused as fz
 from firth.embeddings.corpus import build_vocab, encode, read_sentences
@@ -19,7 +20,6 @@ from firth.embeddings.sgns import (
     alias_table,
     pair_loss,
     row_curvature,
-    sentence_bounds,
     train_sgns,
 )
 from firth.embeddings.subword import build_space
@@ -29,28 +29,6 @@ from firth.embeddings.subword import build_space
 def lee_corpus():
     sentences = read_sentences(datapath("lee_background.cor"), max_sentence_len=10000)
     return encode(sentences, build_vocab(sentences, min_count=5)), sentences
-
-
-def _batch(seed=0, V=7, n=60, sentences=5, window=3, K=4):
-    """A random kept sequence of n tokens in ``sentences`` sentences over V words,
-    a noise table, and a batch of centre positions (every one, shuffled)."""
-    rng = np.random.default_rng(seed)
-    kept = rng.integers(0, V, n).astype(np.int64)
-    sent = np.sort(rng.integers(0, sentences, n))
-    first, last = (x.numpy() for x in sentence_bounds(torch.from_numpy(sent)))
-    q = rng.random(V) + 0.05
-    prob, alias = alias_table(q / q.sum())
-    return {
-        "pos": rng.permutation(n).astype(np.int64),
-        "first": first,
-        "last": last,
-        "kept": kept,
-        "prob": prob.astype(np.float32),
-        "alias": alias,
-        "window": window,
-        "K": K,
-        "sent": sent,
-    }
 
 
 def _draw(b, key, dynamic=True):
@@ -75,7 +53,7 @@ def _accumulate(b, W, C, key, threads, floor):
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_fused_gradients_equal_autograd_on_the_pairs_it_drew(threads):
-    b = _batch()
+    b = random_batch()
     V, d = 7, 5
     gen = torch.Generator().manual_seed(3)
     W = torch.randn(V, d, generator=gen)
@@ -102,7 +80,7 @@ def test_fused_gradients_equal_autograd_on_the_pairs_it_drew(threads):
 
 
 def test_input_row_gradients_do_not_depend_on_the_thread_count():
-    b = _batch(seed=4, V=30, n=400, sentences=20)
+    b = random_batch(seed=4, V=30, n=400, sentences=20)
     gen = torch.Generator().manual_seed(5)
     W, C = torch.randn(30, 8, generator=gen), torch.randn(30, 8, generator=gen)
     one = _accumulate(b, W.numpy(), C.numpy(), key=2, threads=1, floor=0.0)
@@ -116,7 +94,7 @@ def test_draws_follow_the_window_rule(dynamic):
     """Every position its own word, so a pair names its positions: each centre's
     contexts are exactly the positions within some b (b = m when not dynamic) on
     either side inside its sentence, listed in order, the centre's rows contiguous."""
-    b = _batch(seed=1, n=300, sentences=12, window=4)
+    b = random_batch(seed=1, n=300, sentences=12, window=4)
     n, m = len(b["kept"]), b["window"]
     b["kept"] = np.arange(n, dtype=np.int64)
     b["prob"], b["alias"] = (x for x in alias_table(np.full(n, 1.0 / n)))
@@ -202,7 +180,7 @@ def test_fused_subword_step_equals_the_sparse_step_on_the_same_pairs(lee_corpus)
     gen = torch.Generator().manual_seed(0)
     Z = torch.randn(space.rows, 6, generator=gen) * 0.1
     C = torch.randn(len(words), 6, generator=gen) * 0.1
-    b = _batch(seed=7, V=len(words), n=200, sentences=8)
+    b = random_batch(seed=7, V=len(words), n=200, sentences=8)
     Wc = (S @ Z).contiguous()
     buf = _accumulate(b, Wc.numpy(), C.numpy(), key=3, threads=2, floor=0.0)
     centre, targets = (torch.from_numpy(x) for x in _draw(b, 3))

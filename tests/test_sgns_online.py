@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 import torch
 from gensim.test.utils import datapath
+from sgns_batch import random_batch
 
 from firth.embeddings import sgns_fused as fz
 from firth.embeddings.corpus import build_vocab, encode, read_sentences
-from firth.embeddings.sgns import SGNSConfig, alias_table, sentence_bounds, train_sgns
+from firth.embeddings.sgns import SGNSConfig, train_sgns
 from firth.embeddings.subword import build_space
 
 
@@ -18,25 +19,6 @@ from firth.embeddings.subword import build_space
 def lee_corpus():
     sentences = read_sentences(datapath("lee_background.cor"), max_sentence_len=10000)
     return encode(sentences, build_vocab(sentences, min_count=5))
-
-
-def _batch(seed=0, V=7, n=60, sentences=5, window=3, K=4):
-    rng = np.random.default_rng(seed)
-    kept = rng.integers(0, V, n).astype(np.int64)
-    sent = np.sort(rng.integers(0, sentences, n))
-    first, last = (x.numpy() for x in sentence_bounds(torch.from_numpy(sent)))
-    q = rng.random(V) + 0.05
-    prob, alias = alias_table(q / q.sum())
-    return {
-        "pos": rng.permutation(n).astype(np.int64),
-        "first": first,
-        "last": last,
-        "kept": kept,
-        "prob": prob.astype(np.float32),
-        "alias": alias,
-        "window": window,
-        "K": K,
-    }
 
 
 def _pairs_of(b, key, i):
@@ -106,7 +88,7 @@ def _word_rows(V):
 
 
 def test_one_thread_is_the_per_pair_update_in_batch_order():
-    b = _batch()
+    b = random_batch()
     V, d = 7, 11  # d not a multiple of 8: the dot's tail runs too
     Z, C = _tables(V, V, d, seed=1)
     rows = _word_rows(V)
@@ -120,7 +102,7 @@ def test_one_thread_is_the_per_pair_update_in_batch_order():
 
 
 def test_two_threads_sum_the_changes_of_their_shares():
-    b = _batch(seed=2, n=80)
+    b = random_batch(seed=2, n=80)
     V, d = 7, 8
     Z, C = _tables(V, V, d, seed=3)
     rows = _word_rows(V)
@@ -148,7 +130,7 @@ def test_subword_rows_get_fasttexts_update(lee_corpus, combine):
         S.col_indices().numpy().astype(np.int64),
         S.values().numpy().astype(np.float32),
     )
-    b = _batch(seed=4, V=len(words), n=120, sentences=6)
+    b = random_batch(seed=4, V=len(words), n=120, sentences=6)
     Z, C = _tables(len(words), space.rows, 6, seed=5)
     Z1, C1, _, _ = _online(b, 2, Z, C, rows, lr=0.1, threads=1)
     Zr, Cr = _reference(b, 2, Z, C, rows, 0.1, range(len(b["pos"])))
@@ -158,7 +140,7 @@ def test_subword_rows_get_fasttexts_update(lee_corpus, combine):
 
 
 def test_lr_zero_changes_nothing():
-    b = _batch(seed=6)
+    b = random_batch(seed=6)
     Z, C = _tables(7, 7, 5, seed=7)
     Z1, C1, _, _ = _online(b, 1, Z, C, _word_rows(7), lr=0.0, threads=2)
     assert np.array_equal(Z1, Z) and np.array_equal(C1, C)
