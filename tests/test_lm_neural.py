@@ -250,6 +250,18 @@ def test_lr_schedule_closed_form():
     assert lr_at(100, 100, 10, 1.0) == pytest.approx(0.0)
 
 
+def test_inverse_sqrt_schedule_closed_form():
+    """Vaswani et al.'s rate, peak-normalised: d^-0.5 min(s^-0.5, s w^-1.5)
+    scaled so its peak (s = w) is lr, with s = step + 1."""
+    w, lr = 10, 2.0
+    for step in range(200):
+        s = step + 1
+        want = lr * w**0.5 * min(s**-0.5, s * w**-1.5)
+        assert lr_at(step, 100, w, lr, "inverse-sqrt") == pytest.approx(want)
+    assert lr_at(999, 100, w, lr, "inverse-sqrt") == pytest.approx(lr / 10)
+    assert lr_at(0, 100, 0, lr, "inverse-sqrt") == pytest.approx(lr)  # no warm-up
+
+
 def _streams():
     lines = lee_lines(70)
     v = build_vocabulary(lines[:60], unit="word", min_count=2)

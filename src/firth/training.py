@@ -43,7 +43,7 @@ from firth import distributed
 from firth.accel import Accel
 from firth.checkpoint import Checkpoint, rng_state, set_rng_state
 from firth.distributed import SINGLE, Group
-from firth.schedule import lr_at
+from firth.schedule import Decay, lr_at
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +53,9 @@ class Plan:
     """How long and how to optimise: ``steps`` optimiser steps in all,
     ``steps_per_epoch`` (nominal, for the epoch column), validation every
     ``eval_every`` steps; ``optimizer`` adam or adamw (with ``weight_decay``);
-    ``warmup`` steps of linear warm-up then cosine decay when ``decay``, else a
-    constant ``lr``; ``clip`` the gradient norm (0 = never); ``patience``
+    ``warmup`` steps of linear warm-up then ``decay`` (cosine or inverse-sqrt,
+    firth.schedule), or with ``decay`` None a constant ``lr``; ``clip`` the
+    gradient norm (0 = never); ``patience``
     validations without a new best stop the run (0 = never); ``higher_is_better``
     for the validation score (accuracy, F1) against a loss."""
 
@@ -65,15 +66,15 @@ class Plan:
     optimizer: Literal["adam", "adamw"] = "adamw"
     weight_decay: float = 0.0
     warmup: int = 0
-    decay: bool = True
+    decay: Decay | None = "cosine"
     clip: float = 0.0
     patience: int = 0
     higher_is_better: bool = False
 
     def lr_at(self, step: int) -> float:
-        if not self.decay:
+        if self.decay is None:
             return self.lr
-        return lr_at(step, self.steps, self.warmup, self.lr)
+        return lr_at(step, self.steps, self.warmup, self.lr, self.decay)
 
     def validates_after(self, step: int, last: int) -> bool:
         """Whether ``step`` (just taken; ``last``: the step of the last validation,
@@ -108,10 +109,14 @@ class EpochSettings(Protocol):
 
 
 def scheduled_plan(
-    cfg: ScheduledSettings, *, steps_per_epoch: int, epochs: float
+    cfg: ScheduledSettings,
+    *,
+    steps_per_epoch: int,
+    epochs: float,
+    decay: Decay = "cosine",
 ) -> Plan:
     """The LM and NMT trainers' plan from their ``common`` settings: AdamW,
-    ``cfg.warmup`` of the steps warming up then cosine decay, ``evals_per_epoch``
+    ``cfg.warmup`` of the steps warming up then ``decay``, ``evals_per_epoch``
     validations per epoch, the lowest validation loss kept."""
     total = max(1, math.ceil(epochs * steps_per_epoch))
     return Plan(
@@ -122,6 +127,7 @@ def scheduled_plan(
         optimizer="adamw",
         weight_decay=cfg.weight_decay,
         warmup=int(cfg.warmup * total),
+        decay=decay,
         clip=cfg.clip,
         patience=cfg.patience,
     )
@@ -136,7 +142,7 @@ def per_epoch_plan(cfg: EpochSettings, *, steps_per_epoch: int) -> Plan:
         eval_every=steps_per_epoch,
         lr=cfg.lr,
         optimizer="adam",
-        decay=False,
+        decay=None,
         clip=cfg.clip,
         patience=cfg.patience,
         higher_is_better=True,

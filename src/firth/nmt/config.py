@@ -11,6 +11,7 @@ from pydantic import Field, model_validator
 
 from firth.limits import Beam
 from firth.param_section import ParamSection
+from firth.schedule import Decay
 
 
 class NmtCommon(ParamSection):
@@ -48,6 +49,7 @@ class NmtTransformer(ParamSection):
     # its own schedule, chosen on validation (None: nmt.common's lr / warmup)
     lr: float | None = Field(default=None, gt=0)
     warmup: float | None = Field(default=None, ge=0, lt=1)
+    decay: Decay = "cosine"  # after the warm-up (firth.schedule); the others: cosine
 
 
 class NmtRun(ParamSection):
