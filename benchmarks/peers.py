@@ -687,10 +687,11 @@ def _joey_config(
         "voc_file": str(files / "vocab.txt"),
         "tokenizer_cfg": {"pretokenizer": "none"},
     }
-    if kind == "transformer":
-        from firth.nmt.config import schedule as model_schedule
+    from firth.nmt.config import schedule as model_schedule
 
-        t, own = cfg.transformer, model_schedule(cfg, "transformer")
+    own = model_schedule(cfg, kind)  # the model's own lr, warm-up and batches
+    if kind == "transformer":
+        t = cfg.transformer
         lr, warmup = own.lr, own.warmup
         layer = {
             "type": "transformer",
@@ -772,7 +773,7 @@ def _joey_config(
             "clip_grad_norm": c.clip,
             "loss": "crossentropy",
             "label_smoothing": c.label_smoothing,
-            "batch_size": c.batch_tokens,
+            "batch_size": own.batch_tokens,
             "batch_type": "token",
             "normalization": "tokens",
             "epochs": epochs,
@@ -981,6 +982,7 @@ def nmt(
     from firth.evidence import BLEU_METRIC, CHRF_METRIC
     from firth.inference import compare, side
     from firth.nmt.config import EvaluateNmt, Nmt
+    from firth.nmt.config import schedule as model_schedule
     from firth.nmt.data import load_tokenizer, read_pairs
     from firth.nmt.evaluate import Scores
 
@@ -1033,7 +1035,7 @@ def nmt(
             steps = _joey_steps(
                 lengths["train", "src"],
                 lengths["train", "trg"],
-                cfg.common.batch_tokens,
+                model_schedule(cfg, kind).batch_tokens,
                 seed,
             )
             for tool in ("firth", "joeynmt"):
@@ -1138,8 +1140,9 @@ def nmt(
         "settings": f"{epochs} epoch(s) each; nmt.common of params.yaml for both "
         "(embedding and hidden sizes, dropout, label smoothing, batch_tokens, "
         "lr, clip, evaluations per epoch), AdamW, tied embeddings; transformer: "
-        "nmt.transformer (layers, heads, ff, lr, warm-up). Schedules each tool's "
-        "own: Firth cosine decay after its warm-up share; JoeyNMT per "
+        "nmt.transformer (layers, heads, ff, lr, warm-up, batch_tokens; both "
+        "tools). Schedules each tool's own: Firth cosine decay after its warm-up "
+        "share (the transformer: nmt.transformer.decay); JoeyNMT per "
         "joeynmt.schedule (recipe: constant rate for the recurrent model, the same "
         "warm-up share then inverse square root for the transformer). Beam 5 with "
         "JoeyNMT's "

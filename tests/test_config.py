@@ -131,15 +131,16 @@ def test_every_task_section_has_its_schema_in_the_cli():
 
 
 def test_the_transformer_may_keep_its_own_schedule():
-    """nmt.transformer.lr / warmup replace nmt.common's for transformer runs only;
-    unset, every run trains with nmt.common's."""
+    """nmt.transformer.lr / warmup / batch_tokens replace nmt.common's for
+    transformer runs only; unset, every run trains with nmt.common's."""
     from firth.config import load_sections
     from firth.nmt.config import Nmt, schedule
 
     cfg, _ = load_sections("nmt", ROOT / "params.yaml", schema=Nmt)
 
     def with_own(**own):
-        t = cfg.transformer.model_copy(update={"lr": None, "warmup": None, **own})
+        unset = {"lr": None, "warmup": None, "batch_tokens": None}
+        t = cfg.transformer.model_copy(update={**unset, **own})
         return cfg.model_copy(update={"transformer": t})
 
     unset = with_own()
@@ -149,3 +150,7 @@ def test_the_transformer_may_keep_its_own_schedule():
     assert schedule(lr_only, "transformer").warmup == cfg.common.warmup
     assert schedule(with_own(lr=1e-3, warmup=0.1), "transformer").warmup == 0.1
     assert schedule(lr_only, "bahdanau") == cfg.common
+    batch = with_own(batch_tokens=321)
+    assert schedule(batch, "transformer").batch_tokens == 321
+    assert schedule(batch, "transformer").lr == cfg.common.lr
+    assert schedule(batch, "context").batch_tokens == cfg.common.batch_tokens

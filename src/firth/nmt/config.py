@@ -46,9 +46,10 @@ class NmtTransformer(ParamSection):
     layers: int = Field(ge=1)
     heads: int = Field(ge=1)
     ff: int = Field(ge=1)
-    # its own schedule, chosen on validation (None: nmt.common's lr / warmup)
+    # its own schedule and batches, chosen on validation (None: nmt.common's)
     lr: float | None = Field(default=None, gt=0)
     warmup: float | None = Field(default=None, ge=0, lt=1)
+    batch_tokens: int | None = Field(default=None, ge=1)
     decay: Decay = "cosine"  # after the warm-up (firth.schedule); the others: cosine
 
 
@@ -114,9 +115,10 @@ class EvaluateNmt(ParamSection):
 
 def schedule(cfg: Nmt, model: str) -> NmtCommon:
     """The ``common`` settings a run of ``model`` trains with: for the
-    transformer, its own ``lr`` and ``warmup`` where the transformer section sets
-    them."""
+    transformer, its own ``lr``, ``warmup`` and ``batch_tokens`` where the
+    transformer section sets them."""
     if model != "transformer":
         return cfg.common
-    own = {"lr": cfg.transformer.lr, "warmup": cfg.transformer.warmup}
+    t = cfg.transformer
+    own = {"lr": t.lr, "warmup": t.warmup, "batch_tokens": t.batch_tokens}
     return cfg.common.model_copy(update={k: v for k, v in own.items() if v is not None})
