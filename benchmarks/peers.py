@@ -690,9 +690,9 @@ def _joey_config(
     from firth.nmt.config import schedule as model_schedule
 
     own = model_schedule(cfg, kind)  # the model's own lr, warm-up and batches
+    lr, warmup = own.lr, own.warmup
     if kind == "transformer":
         t = cfg.transformer
-        lr, warmup = own.lr, own.warmup
         layer = {
             "type": "transformer",
             "num_layers": t.layers,
@@ -708,7 +708,6 @@ def _joey_config(
         }
         encoder, decoder = dict(layer), dict(layer)
     else:
-        lr, warmup = c.lr, c.warmup
         emb = {"embedding_dim": c.emb_dim, "dropout": c.dropout}
         encoder = {
             "type": "recurrent",
