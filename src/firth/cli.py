@@ -48,6 +48,7 @@ def sources() -> None:
 def all_sections() -> dict:
     """Every params section with its schema, the tasks' own included."""
     from firth.audit.config import AuditParams
+    from firth.bias.config import EvaluateBias
     from firth.embeddings.config import Embeddings, EvaluateEmbeddings
     from firth.lm.config import EvaluateLm, Lm
     from firth.nli.config import EvaluateNli, Nli
@@ -59,6 +60,7 @@ def all_sections() -> dict:
         "audit": AuditParams,
         "embeddings": Embeddings,
         "evaluate_embeddings": EvaluateEmbeddings,
+        "evaluate_bias": EvaluateBias,
         "lm": Lm,
         "evaluate_lm": EvaluateLm,
         "nmt": Nmt,

@@ -162,6 +162,7 @@ DOMAIN_SECTIONS = (
     "audit",
     "embeddings",
     "evaluate_embeddings",
+    "evaluate_bias",
     "lm",
     "evaluate_lm",
     "nmt",

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from sacrebleu.metrics import BLEU, CHRF
 
+from firth.bias.results import BiasEval, BiasItems
 from firth.embeddings.results import EmbeddingEval, EmbeddingItems
 from firth.inference import (
     Metric,
@@ -56,6 +57,8 @@ class Evidence:
     margin: float = 0.05  # the equivalence margin (Spearman)
     emb: dict[str, EmbeddingEval] = field(default_factory=dict)
     emb_items: dict[str, EmbeddingItems] = field(default_factory=dict)
+    bias: dict[str, BiasEval] = field(default_factory=dict)
+    bias_items: dict[str, BiasItems] = field(default_factory=dict)
     lm: dict[str, LmEval] = field(default_factory=dict)
     lm_items: dict[str, LmItems] = field(default_factory=dict)
     nmt: dict[str, NmtEval] = field(default_factory=dict)
@@ -111,6 +114,61 @@ def label(name: str, s: Side) -> str:
     if s.runs > s.seeds:
         return f"{name} ({s.seeds} distinct of {s.runs} runs)"
     return f"{name} ({s.seeds} seeds)" if s.seeds > 1 else name
+
+
+# -- bias in word vectors -------------------------------------------------------
+
+
+def weat_abs_d_metric(tests: int) -> Metric:
+    """The mean over ``tests`` WEATs of |d| (Caliskan's effect size, sample sd)
+    from item statistics (test index, in X, association s(w, A, B)): each test's d
+    on the drawn target words; a test whose draw lacks X or Y words is left out of
+    that replicate's mean."""
+
+    def f(items: np.ndarray) -> np.ndarray:
+        t, in_x, s = items[..., 0], items[..., 1] > 0.5, items[..., 2]  # (R, n)
+        ds = []
+        with np.errstate(invalid="ignore", divide="ignore"):
+            for k in range(tests):
+                m = t == k
+                mx, my = m & in_x, m & ~in_x
+                n, nx, ny = m.sum(1), mx.sum(1), my.sum(1)
+                mean = (s * m).sum(1) / n
+                var = (((s - mean[:, None]) ** 2) * m).sum(1) / (n - 1)
+                d = ((s * mx).sum(1) / nx - (s * my).sum(1) / ny) / np.sqrt(var)
+                ds.append(np.where((nx > 0) & (ny > 0) & (var > 0), np.abs(d), np.nan))
+            return np.nanmean(np.stack(ds), axis=0)
+
+    return Metric("mean |WEAT d|", "lower", from_items=f)
+
+
+def weat_sides(ev: Evidence, method: str) -> tuple[Side, Side, int]:
+    """A method's gender-WEAT target words after and before hard debiasing (item
+    statistics: test, in X, association), and how many tests they span."""
+    items = _items(ev.bias_items, method, "evaluate-bias")
+    w = items.weat
+    if not w.word:
+        raise NoEvidence(f"{method}: no gender WEAT ran on its vocabulary")
+    base = np.stack([np.asarray(w.test, float), np.asarray(w.in_x, float)], 1)
+
+    def per_seed(values: dict[str, list[float]]) -> list[np.ndarray]:
+        return [np.column_stack([base, np.asarray(v)]) for v in values.values()]
+
+    after = side(f"{method} debiased", per_seed(w.after))
+    before = side(f"{method} original", per_seed(w.before))
+    return after, before, len(items.gender_tests)
+
+
+def recover_side(ev: Evidence, method: str, check: str) -> Side:
+    """Each seed's 0/1 recovery of the most biased words' original label from the
+    debiased vectors by ``check`` (kmeans or svm); seeds pick their own words, so
+    items are paired by position only (the threshold test needs no pairing)."""
+    items = _items(ev.bias_items, method, "evaluate-bias")
+    per_seed = [
+        np.column_stack([np.asarray(getattr(r, check), float), np.ones(len(r.words))])
+        for r in items.recover.values()
+    ]
+    return side(f"{method} debiased, {check}", per_seed)
 
 
 # -- translation ---------------------------------------------------------------

@@ -19,6 +19,7 @@ from firth.evidence import (
     BPC,
     CHRF_METRIC,
     F1,
+    HIT,
     INVALID,
     Evidence,
     NoEvidence,
@@ -32,10 +33,13 @@ from firth.evidence import (
     nmt_side,
     nmt_sides,
     nmt_systems,
+    recover_side,
     similarity_sides,
     tag_dirty,
     tag_metric,
     tag_side,
+    weat_abs_d_metric,
+    weat_sides,
 )
 from firth.inference import (
     FAILS,
@@ -59,6 +63,7 @@ SPEARMAN = spearman_metric()
 # the report section of each task's evidence
 SECTIONS = {
     "emb": "Word embeddings",
+    "bias": "Bias in word vectors",
     "lm": "Language models",
     "nmt": "Translation",
     "tagging": "Sequence labelling",
@@ -158,6 +163,41 @@ def exclusion_matters(ev: Evidence) -> Finding:
     t = threshold(s, kept, 0.5, ev.rule)
     lab = f"{label('sgns', s)}, {s.items:,} covered questions"
     return _finding(key, claim, src, [t], [lab], where)
+
+
+def debiasing_is_shallow(ev: Evidence) -> Finding:
+    key, where = "debias", SECTIONS["bias"]
+    claim = (
+        "Hard debiasing lowers the gender WEAT effect, but the bias stays "
+        "recoverable above chance"
+    )
+    src = "Bolukbasi et al. 2016; Gonen and Goldberg 2019"
+    if "sgns" not in ev.bias:
+        return _missing(key, claim, src, "needs evaluate-bias@sgns", where)
+    try:
+        after, before, n_tests = weat_sides(ev, "sgns")
+        kmeans, svm = (
+            recover_side(ev, "sgns", "kmeans"),
+            recover_side(ev, "sgns", "svm"),
+        )
+    except NoEvidence as exc:
+        return _missing(key, claim, src, str(exc), where)
+    tests = [
+        compare(after, before, weat_abs_d_metric(n_tests), ev.rule),
+        threshold(kmeans, HIT, 50.0, ev.rule),
+        threshold(svm, HIT, 50.0, ev.rule),
+    ]
+    labels = [
+        f"{label('sgns', after)} against the original, {after.items} target words "
+        f"of {n_tests} gender WEATs",
+        f"k-means on the debiased vectors, {kmeans.items} most biased words",
+        f"RBF SVM (cross-validated), {svm.items} most biased words",
+    ]
+    note = (
+        "The WEAT test resamples the target words (the attribute words stay fixed); "
+        "the recovery tests resample the most biased words against chance (50%)."
+    )
+    return _finding(key, claim, src, tests, labels, where, note)
 
 
 def lstm_beats_kn(ev: Evidence) -> Finding:
@@ -350,6 +390,7 @@ def contamination_inflates(ev: Evidence) -> Finding:
 CHECKS: list[Callable[[Evidence], Finding]] = [
     sgns_close_to_ppmi,
     exclusion_matters,
+    debiasing_is_shallow,
     lstm_beats_kn,
     attention_beats_bottleneck,
     pointer_beats_copying,

@@ -11,6 +11,8 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from firth.bias.report import bias_section
+from firth.bias.results import BiasEval
 from firth.cross_machine_report import cross_machine_section
 from firth.dag_report import dag_section
 from firth.embeddings.report import embeddings_section
@@ -332,6 +334,23 @@ def embeddings_card(page: Page) -> None:
     )
 
 
+def bias_card(page: Page) -> None:
+    folder = page.folder("bias")
+    evals = {
+        p.parent.name: load(p, BiasEval) for p in sorted(folder.glob("*/eval.json"))
+    }
+    page.evals["bias"] = evals
+    if not evals:
+        page.not_run("Bias in word vectors", ["evaluate_bias"], "evaluate-bias")
+        return
+    page.card(
+        bias_section(evals),
+        ["evaluate_bias", "embeddings.seeds"],
+        {},
+        ("text",),
+    )
+
+
 def lm_card(page: Page) -> None:
     lm_dir, train, evals, details, curves = page.evaluated("lm", LmEval, LmDetail)
     if not evals:
@@ -424,7 +443,7 @@ def build(
         reports, params, revision, sources, bench, data_sections(reports, sources)
     )
     page.ev = load_evidence(reports, rule, margin, params)
-    for card in (embeddings_card, lm_card, nmt_card, tagging_card, nli_card):
+    for card in (embeddings_card, bias_card, lm_card, nmt_card, tagging_card, nli_card):
         card(page)
     for bench in (
         dag_section(page.benchmark("dag")),

@@ -19,6 +19,7 @@ import yaml
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from firth.bias.results import BiasEval, BiasItems  # noqa: E402
 from firth.embeddings.results import EmbeddingEval, EmbeddingItems  # noqa: E402
 from firth.evidence import Evidence  # noqa: E402
 from firth.findings import Finding, findings, tally  # noqa: E402
@@ -104,6 +105,7 @@ def load_evidence(rep: Path, rule: Rule, margin: float, params: dict) -> Evidenc
     ev.emb, ev.emb_items = _runs(
         rep / "embeddings", keep["embeddings"], EmbeddingEval, EmbeddingItems
     )
+    ev.bias, ev.bias_items = _runs(rep / "bias", None, BiasEval, BiasItems)
     ev.lm, ev.lm_items = _runs(rep / "lm", keep["lm"], LmEval, LmItems)
     ev.nmt, ev.nmt_items = _runs(rep / "nmt", keep["nmt"], NmtEval, NmtItems)
     ev.tagging, ev.tag_items = _runs(
