@@ -261,3 +261,49 @@ def test_bias_planted_on_g_alone_is_not_recoverable():
     before = svm_correct(unit[n0:], label, folds=5, seed=0).mean()
     after = svm_correct(out[n0:], label, folds=5, seed=0).mean()
     assert before > 0.95 and 0.35 < after < 0.65
+
+
+def test_firth_bias_prints_the_weat_of_a_trained_run(tmp_path):
+    import shutil
+
+    import yaml
+    from conftest import ROOT
+    from typer.testing import CliRunner
+
+    from firth.cli import app
+
+    words, unit, _, _ = _planted_space(np.random.default_rng(7), bias=0.4)
+    folder = tmp_path / "data" / "embeddings" / "sgns" / "seed-13"
+    save_word2vec(folder / "vectors.txt", Embedding(words, unit.astype(np.float32)))
+    params = yaml.safe_load((ROOT / "profiles" / "tiny.yaml").read_text())
+    params["embeddings"]["seeds"]["sgns"] = [13]
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    shutil.copy(ROOT / "dvc.yaml", tmp_path / "dvc.yaml")
+    res = CliRunner().invoke(
+        app, ["bias", "sgns", "weat7", "weat1", "--repo", str(tmp_path)]
+    )
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert lines[0].split()[:2] == ["test", "coverage"]
+    w7 = next(line for line in lines if line.startswith("weat7"))
+    unit_d = weat(
+        WEAT["weat7"],
+        unit,
+        {w: i for i, w in enumerate(words)},
+        min_words=4,
+        permutations=10_000,
+        seed=0,
+    ).effect_size
+    assert float(w7.split()[2]) == pytest.approx(unit_d, abs=1e-3)
+    assert any(line.startswith("weat1") and "not run" in line for line in lines)
+    # a custom test: all four lists, or an error
+    res = CliRunner().invoke(
+        app, ["bias", "sgns", "--x", "math", "--repo", str(tmp_path)]
+    )
+    assert res.exit_code == 2 and "needs all of --x --y --a --b" in res.output
+    res = CliRunner().invoke(
+        app,
+        ["bias", "sgns", "--x", "math,algebra", "--y", "poetry,art", "--a", "he,man",
+         "--b", "she,woman", "--min-words", "2", "--repo", str(tmp_path)],
+    )  # fmt: skip
+    assert res.exit_code == 0 and res.output.splitlines()[1].startswith("custom")

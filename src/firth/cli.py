@@ -379,6 +379,71 @@ def neighbours(
 
 
 @app.command()
+def bias(
+    method: Annotated[str, typer.Argument(help=METHODS_HELP)],
+    tests: Annotated[
+        list[str] | None,
+        typer.Argument(help="WEAT tests (weat1..weat10); default: every one."),
+    ] = None,
+    x: Annotated[
+        str | None, typer.Option(help="Target words X, comma-separated.")
+    ] = None,
+    y: Annotated[str | None, typer.Option(help="Target words Y.")] = None,
+    a: Annotated[str | None, typer.Option(help="Attribute words A.")] = None,
+    b: Annotated[str | None, typer.Option(help="Attribute words B.")] = None,
+    min_words: Annotated[
+        int, typer.Option(help="Fewest covered words per set to run a test.")
+    ] = 4,
+    permutations: Annotated[
+        int, typer.Option(help="Re-partitions for the p-value (exact if fewer).")
+    ] = 10_000,
+    seed: Annotated[int | None, typer.Option(help="Default: the first seed.")] = None,
+    repo: Annotated[Path, typer.Option(help="The Firth checkout.")] = Path("."),
+) -> None:
+    """WEAT effect sizes (Caliskan et al. 2017) and permutation p-values on a
+    trained run's vectors, as trained and after hard debiasing (Bolukbasi et al.
+    2016): the named tests, or one given by --x --y --a --b (X closer to A and Y
+    to B gives d > 0)."""
+    from firth.query import bias as q
+    from firth.query import embeddings as qe
+
+    params = _params(repo)
+    folder = _asked(lambda: qe.vectors_folder(repo, params, method, seed))
+    given = [v is not None for v in (x, y, a, b)]
+    if any(given) and not all(given):
+        typer.echo("error: a custom test needs all of --x --y --a --b", err=True)
+        raise typer.Exit(2)
+    if all(given):
+        chosen = [_asked(lambda: q.custom_test(x, y, a, b))]
+    else:
+        chosen = _asked(lambda: q.named_tests(tests or list(q.WEAT)))
+    rows = _asked(
+        lambda: q.run_weat(
+            folder, chosen, min_words=min_words, permutations=permutations, seed=0
+        )
+    )
+    typer.echo(
+        f"{'test':<8} {'coverage X/Y/A/B':<17} {'d':>7} {'p':>7}  "
+        f"{'d debiased':>10} {'p':>7}"
+    )
+    for r in rows:
+        cov = "/".join(str(r["coverage"][k]) for k in "xyab")
+        if not r["ran"]:
+            typer.echo(
+                f"{r['test']:<8} {cov:<17} not run (< {min_words} words in a set)"
+            )
+            continue
+        typer.echo(
+            f"{r['test']:<8} {cov:<17} {r['d']:+7.3f} {r['p']:7.4f}  "
+            f"{r['d_debiased']:+10.3f} {r['p_debiased']:7.4f}"
+        )
+        typer.echo(f"         {r['x']} vs {r['y']}, {r['a']} vs {r['b']}")
+        missing = [w for k in "xyab" for w in r["missing"][k]]
+        if missing:
+            typer.echo(f"         missing: {', '.join(missing)}")
+
+
+@app.command()
 def analogy(
     method: Annotated[str, typer.Argument(help=METHODS_HELP)],
     a: Annotated[str, typer.Argument(help="a in a : b :: c : ?")],

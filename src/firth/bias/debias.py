@@ -26,11 +26,15 @@ Vectors are unit rows (V, d) throughout, as in Bolukbasi et al.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import numpy as np
 
 from firth.bias.weat import cover
+from firth.errors import DataError
+
+log = logging.getLogger(__name__)
 
 
 def unit_rows(matrix: np.ndarray) -> np.ndarray:
@@ -62,7 +66,7 @@ def gender_direction(
         diffs.append(vm - vf)
         used.append((cf.words[0], cm.words[0]))
     if len(used) < 2:
-        raise ValueError(
+        raise DataError(
             f"{len(used)} of the {len(pairs)} definitional pairs are in the "
             "vocabulary; the gender direction needs at least 2"
         )
@@ -167,7 +171,18 @@ def most_biased(
     proj = unit[cand] @ g
     order = np.argsort(proj, kind="stable")
     if len(order) < 2 * n:
-        raise ValueError(f"{len(order)} candidate words, fewer than 2 x {n}")
+        log.warning(
+            "%d candidate words, fewer than 2 x %d: using %d a side",
+            len(order),
+            n,
+            len(order) // 2,
+        )
+        n = len(order) // 2
+    if n < 2:
+        raise DataError(
+            f"{len(order)} candidate words for the recoverability checks; they "
+            "need at least 4 (a smaller vocabulary cannot be tested)"
+        )
     female, male = order[:n], order[::-1][:n]
     pick = np.concatenate([male, female])
     rows = cand[pick]

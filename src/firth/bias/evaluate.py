@@ -117,7 +117,7 @@ def evaluate_seed(path: Path, cfg: EvaluateBias):
         **done,
         gender_weat_abs_d=_r(_mean_abs([before[k] for k in gender])),
         gender_weat_abs_d_debiased=_r(_mean_abs([after[k] for k in gender])),
-        recover_words=cfg.recover_words,
+        recover_words=len(biased.words) // 2,
         original=Recovery(
             kmeans=_r(checks["original"][0].mean()),
             svm=_r(checks["original"][1].mean()),
