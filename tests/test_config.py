@@ -131,15 +131,15 @@ def test_every_task_section_has_its_schema_in_the_cli():
 
 
 def test_the_transformer_may_keep_its_own_schedule():
-    """nmt.transformer.lr / warmup / batch_tokens replace nmt.common's for
-    transformer runs only; unset, every run trains with nmt.common's."""
+    """nmt.transformer.lr / warmup / batch_tokens / decay replace nmt.common's
+    for transformer runs only; unset, every run trains with nmt.common's."""
     from firth.config import load_sections
     from firth.nmt.config import Nmt, schedule
 
     cfg, _ = load_sections("nmt", ROOT / "params.yaml", schema=Nmt)
 
     def with_own(**own):
-        unset = {"lr": None, "warmup": None, "batch_tokens": None}
+        unset = {"lr": None, "warmup": None, "batch_tokens": None, "decay": None}
         t = cfg.transformer.model_copy(update={**unset, **own})
         return cfg.model_copy(update={"transformer": t})
 
@@ -154,3 +154,7 @@ def test_the_transformer_may_keep_its_own_schedule():
     assert schedule(batch, "transformer").batch_tokens == 321
     assert schedule(batch, "transformer").lr == cfg.common.lr
     assert schedule(batch, "context").batch_tokens == cfg.common.batch_tokens
+    inv = with_own(decay="inverse-sqrt")
+    assert cfg.common.decay == "cosine"
+    assert schedule(inv, "transformer").decay == "inverse-sqrt"
+    assert schedule(inv, "bahdanau").decay == "cosine"

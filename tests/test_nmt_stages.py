@@ -34,6 +34,7 @@ NMT_RUNS = {
     },
 }
 RUNS = list(NMT_RUNS)
+ATTENTION_RUNS = ["bahdanau", "pointer", "transformer"]
 
 
 def _verses():
@@ -60,6 +61,7 @@ def project(tmp_path_factory):
     valid, test = held[::2][:24], held[1::2][:22] + train[:2]
     params["evaluate_nmt"]["heatmaps"] = [str(test[0])]
     params["nmt"]["runs"] = NMT_RUNS
+    params["evaluate_attention"]["runs"] = ATTENTION_RUNS
     (root / "params.yaml").write_text(yaml.safe_dump(params))
     par = root / "data" / "subsampled" / "parallel"
     for name, ids in (("train", train), ("valid", valid), ("test", test)):
@@ -75,6 +77,8 @@ def project(tmp_path_factory):
         run_stage(root, f"train-nmt@{r}")
         run_stage(root, f"evaluate-nmt@{r}")
     run_stage(root, "evaluate-nmt-copy-source")
+    for r in ATTENTION_RUNS:
+        run_stage(root, f"evaluate-attention@{r}")
     run_stage(root, "report")
     return root
 
@@ -256,3 +260,61 @@ def test_pointer_run_reports_its_copying(project):
     md = (project / "reports" / "index.md").read_text()
     assert "Copying and repetition" in md
     assert "Bahdanau (additive) + pointer + coverage + coverage loss 1" in md
+
+
+@pytest.mark.parametrize("run", ATTENTION_RUNS)
+def test_attention_faithfulness_is_recorded(project, run):
+    from firth.nmt.results import AttentionEval, AttentionItems
+    from firth.results import load_items
+
+    e = AttentionEval.model_validate(
+        _json(project, "reports", "attention", run, "eval.json")
+    )
+    n = len(_tests(project))
+    assert e.test_pairs == n and set(e.interventions) == {
+        "permute",
+        "uniform",
+        "drop-max",
+    }
+    # the unedited greedy translations are evaluate-nmt's own greedy outputs
+    nmt = _json(project, "reports", "nmt", run, "eval.json")
+    assert e.original["bleu"] == pytest.approx(nmt["greedy"]["bleu"], abs=1e-4)
+    assert e.original["chrf"] == pytest.approx(nmt["greedy"]["chrf"], abs=1e-4)
+    for r in e.interventions.values():
+        assert 0 <= r.changed_share <= 1 and 0 <= r.mean_tv <= 1
+    items = load_items(
+        project / "reports/attention" / run / "items.json.gz", AttentionItems
+    )
+    assert all(len(v) == n for v in items.bleu.values())
+    assert all(len(v) == n for v in items.change.values())
+    assert len(items.tau) == e.tau_sentences
+    md = (project / "reports" / "index.md").read_text()
+    assert "## Is attention an explanation?" in md
+
+
+def test_identity_intervention_changes_nothing(project):
+    from firth.config import load_sections
+    from firth.nmt.config import Nmt
+    from firth.nmt.data import load_tokenizer, read_pairs
+    from firth.nmt.faithfulness import Edit, greedy_ids, output_change
+    from firth.nmt.stage import encode_split, load_trained
+
+    cfg, _ = load_sections("nmt", project / "params.yaml", schema=Nmt)
+    tok = load_tokenizer(project / "data/tokenizers/parallel/tokenizer.json")
+    test = read_pairs(project / "data/subsampled/parallel/test.tsv")
+    c = cfg.common
+    for run in ATTENTION_RUNS:
+        spec = cfg.runs[run]
+        model = load_trained(project / "data/nmt" / run, cfg, run, spec, tok, "cpu")
+        enc = encode_split(tok, test, spec.pointer)
+        same = output_change(
+            model, enc.src, enc.tgt, Edit("identity"), batch_tokens=200, device="cpu"
+        )
+        assert same[:, 0].sum() == 0 and same[:, 2].max() < 1e-6
+        kw = dict(batch=c.eval_batch, a=c.max_len_a, b=c.max_len_b, device="cpu")
+        assert greedy_ids(model, enc.src, Edit("identity"), **kw) == greedy_ids(
+            model, enc.src, None, **kw
+        )
+        # and the model's attention is left unedited afterwards
+        holder = model if run == "transformer" else model.attention
+        assert holder.edit is None

@@ -52,7 +52,7 @@ def all_sections() -> dict:
     from firth.embeddings.config import Embeddings, EvaluateEmbeddings
     from firth.lm.config import EvaluateLm, Lm
     from firth.nli.config import EvaluateNli, Nli
-    from firth.nmt.config import EvaluateNmt, Nmt
+    from firth.nmt.config import EvaluateAttention, EvaluateNmt, Nmt
     from firth.tagging.config import EvaluateTagger, Tagger
 
     return {
@@ -65,6 +65,7 @@ def all_sections() -> dict:
         "evaluate_lm": EvaluateLm,
         "nmt": Nmt,
         "evaluate_nmt": EvaluateNmt,
+        "evaluate_attention": EvaluateAttention,
         "tagger": Tagger,
         "evaluate_tagger": EvaluateTagger,
         "nli": Nli,

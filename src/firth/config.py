@@ -167,6 +167,7 @@ DOMAIN_SECTIONS = (
     "evaluate_lm",
     "nmt",
     "evaluate_nmt",
+    "evaluate_attention",
     "tagger",
     "evaluate_tagger",
     "nli",

@@ -30,7 +30,7 @@ from firth.inference import (
 )
 from firth.lm.results import LmEval, LmItems
 from firth.nli.results import NliEval, NliItems
-from firth.nmt.results import NmtEval, NmtItems
+from firth.nmt.results import AttentionEval, AttentionItems, NmtEval, NmtItems
 from firth.tagging.results import TaggerEval, TaggerItems, TaggerTrain
 
 
@@ -63,6 +63,8 @@ class Evidence:
     lm_items: dict[str, LmItems] = field(default_factory=dict)
     nmt: dict[str, NmtEval] = field(default_factory=dict)
     nmt_items: dict[str, NmtItems] = field(default_factory=dict)
+    attention: dict[str, AttentionEval] = field(default_factory=dict)
+    attention_items: dict[str, AttentionItems] = field(default_factory=dict)
     tagging: dict[str, TaggerEval] = field(default_factory=dict)
     tag_items: dict[str, TaggerItems] = field(default_factory=dict)
     tag_train: dict[str, list[TaggerTrain]] = field(default_factory=dict)
@@ -193,6 +195,23 @@ def nmt_sides(ev: Evidence, a: list[str], b: list[str], metric: str, names):
     items = [_items(ev.nmt_items, r, "evaluate-nmt") for r in (*a, *b)]
     _same_test((i.run, i.test_sha256) for i in items)
     return nmt_side(ev, names[0], a, metric), nmt_side(ev, names[1], b, metric)
+
+
+def attention_sides(
+    ev: Evidence, name: str, runs: list[str], kind: str, metric: str
+) -> tuple[Side, Side]:
+    """A system's greedy BLEU or chrF statistics per verse over its seeds, without
+    and with the attention intervention ``kind``."""
+    items = [_items(ev.attention_items, r, "evaluate-attention") for r in runs]
+    _same_test((i.run, i.test_sha256) for i in items)
+    for i in items:
+        if kind not in getattr(i, metric):
+            raise NoEvidence(f"{i.run}: no {kind} intervention in its items")
+    orig = side(name, [np.asarray(getattr(i, metric)["original"]) for i in items])
+    edit = side(
+        f"{name}, {kind}", [np.asarray(getattr(i, metric)[kind]) for i in items]
+    )
+    return orig, edit
 
 
 def nmt_dirty(ev: Evidence, run: str) -> list[bool]:

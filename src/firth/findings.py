@@ -24,6 +24,7 @@ from firth.evidence import (
     Evidence,
     NoEvidence,
     analogy_side,
+    attention_sides,
     chosen_init,
     label,
     lm_dirty,
@@ -245,6 +246,45 @@ def attention_beats_bottleneck(ev: Evidence) -> Finding:
     return _finding(key, claim, src, [t], [lab], where)
 
 
+def attention_is_used(ev: Evidence) -> Finding:
+    key, where = "attention-faithful", SECTIONS["nmt"]
+    claim = (
+        "Permuting a recurrent model's attention changes its translations "
+        "(greedy BLEU and chrF drop)"
+    )
+    src = "Jain and Wallace 2019; Wiegreffe and Pinter 2019"
+    att = _nmt_pick(ev, model="bahdanau", pointer=False, coverage=False)
+    if att is None:
+        return _missing(key, claim, src, "needs a bahdanau run", where)
+    runs = [r for r in att[1] if r in ev.attention]
+    if not runs:
+        why = f"needs evaluate-attention@{att[1][0]} (evaluate_attention.runs)"
+        return _missing(key, claim, src, why, where)
+    try:
+        sides = [
+            attention_sides(ev, att[0], runs, "permute", m) for m in ("bleu", "chrf")
+        ]
+    except NoEvidence as exc:
+        return _missing(key, claim, src, str(exc), where)
+    tests = [
+        compare(a, b, metric, ev.rule)
+        for (a, b), metric in zip(sides, (BLEU_METRIC, CHRF_METRIC), strict=True)
+    ]
+    a = sides[0][0]
+    labels = [
+        f"{label(att[0], a)}: its attention against a random permutation of it, "
+        f"greedy {m}"
+        for m in ("BLEU", "chrF")
+    ]
+    note = (
+        "Each decoding step's attention is replaced by a random permutation of "
+        "itself over the source, everything else held fixed; the difference is "
+        "the size of the change (reports/attention/ has the other interventions "
+        "and the gradient x input correlation)."
+    )
+    return _finding(key, claim, src, tests, labels, where, note)
+
+
 def pointer_beats_copying(ev: Evidence) -> Finding:
     key, where = "pointer-copy", SECTIONS["nmt"]
     claim = "A pointer-generator beats copying the source (beam BLEU and chrF)"
@@ -393,6 +433,7 @@ CHECKS: list[Callable[[Evidence], Finding]] = [
     debiasing_is_shallow,
     lstm_beats_kn,
     attention_beats_bottleneck,
+    attention_is_used,
     pointer_beats_copying,
     source_matters,
     crf_beats_softmax,

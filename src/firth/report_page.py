@@ -24,8 +24,9 @@ from firth.lm.report import lm_section
 from firth.lm.results import LmDetail, LmEval, LmTrain
 from firth.nli.report import nli_section
 from firth.nli.results import NliEval, NliTrain
+from firth.nmt.faithfulness_report import attention_section
 from firth.nmt.report import nmt_section
-from firth.nmt.results import NmtDetail, NmtEval, NmtTrain
+from firth.nmt.results import AttentionEval, NmtDetail, NmtEval, NmtTrain
 from firth.peers_report import peers_section
 from firth.report import (
     Section,
@@ -392,6 +393,26 @@ def nmt_card(page: Page) -> None:
     )
 
 
+def attention_card(page: Page) -> None:
+    keep = declared(page.params)["attention"]
+    folder = page.folder("attention")
+    evals = {p.parent.name: load(p, AttentionEval) for p in run_folders(folder, keep)}
+    page.evals["attention"] = evals
+    if not evals:
+        page.not_run(
+            "Is attention an explanation?",
+            ["evaluate_attention.runs"],
+            "evaluate-attention",
+        )
+        return
+    page.card(
+        attention_section(evals, page.ev),
+        ["evaluate_attention", "nmt.runs"],
+        {},
+        ("parallel",),
+    )
+
+
 def tagging_card(page: Page) -> None:
     tag_dir, train, evals, _, curves = page.evaluated("tagging", TaggerEval)
     if not evals:
@@ -443,7 +464,15 @@ def build(
         reports, params, revision, sources, bench, data_sections(reports, sources)
     )
     page.ev = load_evidence(reports, rule, margin, params)
-    for card in (embeddings_card, bias_card, lm_card, nmt_card, tagging_card, nli_card):
+    for card in (
+        embeddings_card,
+        bias_card,
+        lm_card,
+        nmt_card,
+        attention_card,
+        tagging_card,
+        nli_card,
+    ):
         card(page)
     for bench in (
         dag_section(page.benchmark("dag")),

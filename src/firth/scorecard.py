@@ -26,7 +26,12 @@ from firth.findings import Finding, findings, tally  # noqa: E402
 from firth.inference import FAILS, HOLDS, Rule, Test, rule_text  # noqa: E402
 from firth.lm.results import LmEval, LmItems  # noqa: E402
 from firth.nli.results import NliEval, NliItems  # noqa: E402
-from firth.nmt.results import NmtEval, NmtItems  # noqa: E402
+from firth.nmt.results import (  # noqa: E402
+    AttentionEval,
+    AttentionItems,
+    NmtEval,
+    NmtItems,
+)
 from firth.partial_input import (  # noqa: E402
     PartialRow,
     partial_input_rows,
@@ -58,6 +63,7 @@ def declared(params: dict) -> dict[str, set[str] | None]:
     still committed) is not evidence of the current profile."""
     lm, nmt = params.get("lm") or {}, params.get("nmt") or {}
     tagger, nli = params.get("tagger") or {}, params.get("nli") or {}
+    attention = params.get("evaluate_attention") or {}
 
     def pairs(a: list | None, b: list | None) -> set[str]:
         return {f"{x}-{y}" for x in a or [] for y in b or []}
@@ -66,6 +72,7 @@ def declared(params: dict) -> dict[str, set[str] | None]:
         "embeddings": None,
         "lm": set(lm.get("runs") or {}),
         "nmt": set(nmt.get("runs") or {}) | {"copy-source"},
+        "attention": set(attention.get("runs") or []),
         "tagging": pairs(tagger.get("data"), tagger.get("heads")),
         "nli": pairs(nli.get("data"), nli.get("models")),
     }
@@ -108,6 +115,9 @@ def load_evidence(rep: Path, rule: Rule, margin: float, params: dict) -> Evidenc
     ev.bias, ev.bias_items = _runs(rep / "bias", None, BiasEval, BiasItems)
     ev.lm, ev.lm_items = _runs(rep / "lm", keep["lm"], LmEval, LmItems)
     ev.nmt, ev.nmt_items = _runs(rep / "nmt", keep["nmt"], NmtEval, NmtItems)
+    ev.attention, ev.attention_items = _runs(
+        rep / "attention", keep["attention"], AttentionEval, AttentionItems
+    )
     ev.tagging, ev.tag_items = _runs(
         rep / "tagging", keep["tagging"], TaggerEval, TaggerItems
     )

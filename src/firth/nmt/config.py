@@ -24,6 +24,7 @@ class NmtCommon(ParamSection):
     batch_tokens: int = Field(ge=1)
     lr: float = Field(gt=0)
     warmup: float = Field(ge=0, lt=1)
+    decay: Decay = "cosine"  # the rate after the warm-up (firth.schedule)
     weight_decay: float = Field(ge=0)
     clip: float = Field(ge=0)
     evals_per_epoch: int = Field(ge=1)
@@ -50,7 +51,7 @@ class NmtTransformer(ParamSection):
     lr: float | None = Field(default=None, gt=0)
     warmup: float | None = Field(default=None, ge=0, lt=1)
     batch_tokens: int | None = Field(default=None, ge=1)
-    decay: Decay = "cosine"  # after the warm-up (firth.schedule); the others: cosine
+    decay: Decay | None = None  # after the warm-up (firth.schedule; None: nmt.common's)
 
 
 class NmtRun(ParamSection):
@@ -113,12 +114,26 @@ class EvaluateNmt(ParamSection):
         return self
 
 
+class EvaluateAttention(ParamSection):
+    """The faithfulness test of attention (firth.nmt.faithfulness)."""
+
+    runs: list[str] = Field(min_length=1)
+    interventions: list[Literal["permute", "uniform", "drop-max"]] = Field(min_length=1)
+    tau_sentences: int = Field(ge=0)
+    seed: int
+
+
 def schedule(cfg: Nmt, model: str) -> NmtCommon:
     """The ``common`` settings a run of ``model`` trains with: for the
-    transformer, its own ``lr``, ``warmup`` and ``batch_tokens`` where the
-    transformer section sets them."""
+    transformer, its own ``lr``, ``warmup``, ``batch_tokens`` and ``decay`` where
+    the transformer section sets them."""
     if model != "transformer":
         return cfg.common
     t = cfg.transformer
-    own = {"lr": t.lr, "warmup": t.warmup, "batch_tokens": t.batch_tokens}
+    own = {
+        "lr": t.lr,
+        "warmup": t.warmup,
+        "batch_tokens": t.batch_tokens,
+        "decay": t.decay,
+    }
     return cfg.common.model_copy(update={k: v for k, v in own.items() if v is not None})

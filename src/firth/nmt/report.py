@@ -17,6 +17,7 @@ from firth.evidence import (
 )
 from firth.formatting import num
 from firth.inference import compare
+from firth.nmt.faithfulness_report import heatmap_note
 from firth.nmt.results import Bucket, Heatmap, NmtDetail, NmtEval, NmtTrain
 from firth.report import Section, figure_png
 
@@ -95,8 +96,9 @@ def nmt_section(
         if note := _long_verses(evals, ev):
             sec.intro += "\n\n" + note
     for r in runs:
+        note = heatmap_note(ev.attention.get(r)) if ev is not None else ""
         for h in details[r].heatmaps if r in details else []:
-            sec.figures.append(heatmap_figure(r, h))
+            sec.figures.append(heatmap_figure(r, h, note))
     if curves:
         sec.figures.append(curves_figure(curves, train))
     if table := examples_table(runs, evals, details, train):
@@ -185,7 +187,7 @@ def bucket_figure(buckets: dict[str, list[Bucket]]) -> tuple[str, bytes]:
     )
 
 
-def heatmap_figure(run: str, h: Heatmap) -> tuple[str, bytes]:
+def heatmap_figure(run: str, h: Heatmap, note: str = "") -> tuple[str, bytes]:
     """One verse's attention weights (rows output subwords, columns source)."""
     fig, ax = plt.subplots(
         figsize=(
@@ -198,7 +200,7 @@ def heatmap_figure(run: str, h: Heatmap) -> tuple[str, bytes]:
     ax.set_yticks(range(len(h.output)), h.output, fontsize=6)
     return (
         f"Attention of {run} on test verse {h.id} (greedy output; rows "
-        "are output subwords, columns source subwords).",
+        "are output subwords, columns source subwords)." + note,
         figure_png(fig),
     )
 

@@ -161,3 +161,45 @@ class NmtDetail(Record):
     examples: dict[Decoder, BestWorst]
     decode_seconds: dict[Decoder, float] = {}
     heatmaps: list[Heatmap] = []
+
+
+class Intervention(Record):
+    """One intervention on the attention: under teacher forcing, the share of
+    target tokens whose most probable token changed and the mean total variation
+    distance of the output distribution; the greedy translations' scores."""
+
+    changed_share: float
+    mean_tv: float
+    bleu: float
+    chrf: float
+
+
+class AttentionEval(Record):
+    """reports/attention/<run>/eval.json: the faithfulness test of one attention
+    run's attention (firth.nmt.faithfulness)."""
+
+    run: str
+    model: str
+    seed: int
+    pointer: bool = False
+    test_pairs: int
+    test_sha256: str
+    original: dict[str, float]  # greedy bleu and chrf without intervention
+    interventions: dict[str, Intervention]
+    tau_sentences: int
+    mean_tau: float | None  # Kendall tau of attention against gradient x input
+
+
+class AttentionItems(Record):
+    """items.json.gz: per test verse, sacreBLEU's statistics of the greedy output
+    without and with each intervention (``bleu``/``chrf`` by name: 'original' and
+    each intervention), the teacher-forced changed tokens, tokens and summed total
+    variation per intervention, and the verse's mean Kendall tau (None beyond
+    tau_sentences or for a one-token source)."""
+
+    run: str
+    test_sha256: str
+    bleu: dict[str, list[list[int]]]
+    chrf: dict[str, list[list[int]]]
+    change: dict[str, list[list[float]]]
+    tau: list[float | None]

@@ -205,9 +205,6 @@ class NmtTraining:
             group=group,
             checkpoint=self.checkpoint,
             max_steps=max_steps,
-            decay=self.cfg.transformer.decay
-            if run.model == "transformer"
-            else "cosine",
         )
         if not group.main:
             return None

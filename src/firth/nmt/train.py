@@ -34,7 +34,6 @@ from firth.distributed import SINGLE, Group
 from firth.nmt.config import NmtCommon
 from firth.nmt.data import PAD, decode, make_batch, token_batches
 from firth.nmt.decode import decode_corpus
-from firth.schedule import Decay
 from firth.training import Result, Task, fit, loss_stats, scheduled_plan
 
 log = logging.getLogger(__name__)
@@ -223,15 +222,14 @@ def train(
     checkpoint: Checkpoint | None = None,
     stop_after: int | None = None,
     max_steps: int | None = None,
-    decay: Decay = "cosine",
 ) -> Result:
     """Train ``model`` for ``epochs`` with the ``nmt.common`` settings ``cfg`` on
     ``accel``'s device and precision, as one rank of ``group`` (``coverage_loss``:
     its weight lambda; ``valid_oov``: the valid sentences' copied unknown spans,
     for a pointer-generator). ``stop_after`` (tests) stops after that many
     validations, as a kill would. ``max_steps``: a step
-    budget (benchmarks; firth.training.fit). ``decay``: the rate's after the
-    warm-up (firth.schedule)."""
+    budget (benchmarks; firth.training.fit). The rate decays after its
+    warm-up as ``cfg.decay`` says (firth.schedule)."""
     n_bleu = min(cfg.valid_bleu_sentences, len(valid_src))
     bleu_idx = [round(i * len(valid_src) / n_bleu) for i in range(n_bleu)]
     copy_bleu = None  # the copy-source baseline on the same valid verses
@@ -258,7 +256,9 @@ def train(
         coverage_loss=coverage_loss,
     )
     per_epoch = len(task.epoch_batches(0))
-    plan = scheduled_plan(cfg, steps_per_epoch=per_epoch, epochs=epochs, decay=decay)
+    plan = scheduled_plan(
+        cfg, steps_per_epoch=per_epoch, epochs=epochs, decay=cfg.decay
+    )
     log.info(
         "%d pairs in batches of <= %d target tokens", len(train_src), cfg.batch_tokens
     )

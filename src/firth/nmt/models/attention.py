@@ -17,6 +17,9 @@ class Attention(nn.Module):
     def __init__(self, scoring: str, query_dim: int, key_dim: int, coverage=False):
         super().__init__()
         self.scoring = scoring
+        # an intervention on the weights (firth.nmt.faithfulness): (weights (B, S),
+        # mask (B, S)) -> weights; None in training and ordinary decoding
+        self.edit = None
         if coverage and scoring != "additive":
             raise ValueError("coverage enters the additive (Bahdanau) scorer only")
         if scoring == "additive":
@@ -46,4 +49,6 @@ class Attention(nn.Module):
         else:
             scores = torch.bmm(keys, query[:, :, None]).squeeze(-1)
         weights = torch.softmax(scores.masked_fill(~mask, -math.inf), dim=-1)
+        if self.edit is not None:
+            weights = self.edit(weights, mask)
         return torch.bmm(weights[:, None], values).squeeze(1), weights

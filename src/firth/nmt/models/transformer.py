@@ -52,6 +52,10 @@ class Transformer(Seq2Seq):
         )
         self.decoder = nn.TransformerDecoder(dec, t.layers, norm=nn.LayerNorm(E))
         self.positions = SinusoidalPositions(E)
+        # an intervention on the cross-attention weights of the step path
+        # (firth.nmt.faithfulness): (weights (B, heads, 1, S), mask (B, S)) ->
+        # weights; None in training and ordinary decoding
+        self.edit = None
 
     def _embed(self, ids, offset: int = 0):
         return self.drop(
@@ -89,11 +93,13 @@ class Transformer(Seq2Seq):
         return {f"{kv}{i}": empty for i in range(n) for kv in ("k", "v")}
 
     @staticmethod
-    def _attend(q, k, v, mask=None):
+    def _attend(q, k, v, mask=None, edit=None):
         scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
         if mask is not None:
             scores = scores.masked_fill(~mask[:, None, None, :], -math.inf)
         weights = torch.softmax(scores, dim=-1)
+        if edit is not None:
+            weights = edit(weights, mask)
         return weights @ v, weights
 
     def step(self, y_prev, state, memory):
@@ -113,7 +119,7 @@ class Transformer(Seq2Seq):
             b_q, _, _ = mha.in_proj_bias.chunk(3)
             q = self._split(F.linear(layer.norm2(x), w_q, b_q))
             a, weights = self._attend(
-                q, memory[f"k{i}"], memory[f"v{i}"], memory["mask"]
+                q, memory[f"k{i}"], memory[f"v{i}"], memory["mask"], self.edit
             )
             x = x + layer.dropout2(mha.out_proj(self._merge(a)))
             h = layer.linear2(
