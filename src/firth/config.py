@@ -168,6 +168,7 @@ DOMAIN_SECTIONS = (
     "nmt",
     "evaluate_nmt",
     "evaluate_attention",
+    "probe",
     "tagger",
     "evaluate_tagger",
     "nli",
