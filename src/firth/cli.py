@@ -53,6 +53,7 @@ def all_sections() -> dict:
     from firth.lm.config import EvaluateLm, Lm
     from firth.nli.config import EvaluateNli, Nli
     from firth.nmt.config import EvaluateAttention, EvaluateNmt, Nmt
+    from firth.probe.config import Probe
     from firth.tagging.config import EvaluateTagger, Tagger
 
     return {
@@ -66,6 +67,7 @@ def all_sections() -> dict:
         "nmt": Nmt,
         "evaluate_nmt": EvaluateNmt,
         "evaluate_attention": EvaluateAttention,
+        "probe": Probe,
         "tagger": Tagger,
         "evaluate_tagger": EvaluateTagger,
         "nli": Nli,
@@ -377,6 +379,58 @@ def neighbours(
         typer.echo(f"{row['word']}{oov}")
         for word, cos in row["neighbours"]:
             typer.echo(f"  {cos:7.4f}  {word}")
+
+
+@app.command()
+def probe(
+    names: Annotated[
+        list[str] | None,
+        typer.Argument(help="Probed runs or methods (default: every one)."),
+    ] = None,
+    repo: Annotated[Path, typer.Option(help="The Firth checkout.")] = Path("."),
+) -> None:
+    """POS probes of the probe stages (reports/probe/): per representation, model
+    (trained or untrained), layer and probe, the test accuracy on the task and on
+    its control task and the selectivity (task minus control), seed means."""
+    from firth.probe.results import ProbeEval
+    from firth.results import load
+
+    folder = repo / "reports" / "probe"
+    found = sorted(p.parent.name for p in folder.glob("*/eval.json"))
+    if not found:
+        typer.echo(
+            f"error: {folder}: no probe results (dvc repro probe-lm probe-vectors)",
+            err=True,
+        )
+        raise typer.Exit(2)
+    unknown = [n for n in names or [] if n not in found]
+    if unknown:
+        typer.echo(
+            f"error: no probe results for {', '.join(unknown)} "
+            f"(probed: {', '.join(found)})",
+            err=True,
+        )
+        raise typer.Exit(2)
+    typer.echo(
+        f"{'representation':<16} {'model':<10} {'layer':>5} {'probe':<7} "
+        f"{'POS acc':>8} {'control':>8} {'select.':>8}"
+    )
+    for name in names or found:
+        e = _asked(lambda n=name: load(folder / n / "eval.json", ProbeEval))
+        groups: dict = {}
+        for r in e.rows:
+            groups.setdefault((r.model, r.layer, r.probe), []).append(r)
+        for (model, layer, kind), rs in sorted(groups.items()):
+
+            def mean(f, rs=rs):
+                return sum(f(r) for r in rs) / len(rs)
+
+            typer.echo(
+                f"{name:<16} {model:<10} {layer:>5} {kind:<7} "
+                f"{mean(lambda r: r.task_accuracy):8.2f} "
+                f"{mean(lambda r: r.control_accuracy):8.2f} "
+                f"{mean(lambda r: r.selectivity):8.2f}"
+            )
 
 
 @app.command()

@@ -31,6 +31,7 @@ from firth.inference import (
 from firth.lm.results import LmEval, LmItems
 from firth.nli.results import NliEval, NliItems
 from firth.nmt.results import AttentionEval, AttentionItems, NmtEval, NmtItems
+from firth.probe.results import ProbeEval, ProbeItems
 from firth.tagging.results import TaggerEval, TaggerItems, TaggerTrain
 
 
@@ -65,6 +66,8 @@ class Evidence:
     nmt_items: dict[str, NmtItems] = field(default_factory=dict)
     attention: dict[str, AttentionEval] = field(default_factory=dict)
     attention_items: dict[str, AttentionItems] = field(default_factory=dict)
+    probe: dict[str, ProbeEval] = field(default_factory=dict)
+    probe_items: dict[str, ProbeItems] = field(default_factory=dict)
     tagging: dict[str, TaggerEval] = field(default_factory=dict)
     tag_items: dict[str, TaggerItems] = field(default_factory=dict)
     tag_train: dict[str, list[TaggerTrain]] = field(default_factory=dict)
@@ -171,6 +174,44 @@ def recover_side(ev: Evidence, method: str, check: str) -> Side:
         for r in items.recover.values()
     ]
     return side(f"{method} debiased, {check}", per_seed)
+
+
+# -- probes ------------------------------------------------------------------
+
+# probe statistics columns: task correct, control correct, 1
+SELECTIVITY = Metric(
+    "selectivity (points)",
+    "higher",
+    from_sums=lambda s: 100.0 * (s[:, 0] - s[:, 1]) / s[:, 2],
+)
+PROBE_ACCURACY = ratio("POS accuracy %", "higher", 0, 2, scale=100.0)
+
+
+def probe_runs(ev: Evidence, family: str) -> list[str]:
+    """The probed LM runs of ``family``."""
+    return [n for n, e in ev.probe.items() if e.kind == "lm" and e.family == family]
+
+
+def probe_side(
+    ev: Evidence, runs: list[str], *, model: str, probe: str, layer: int | None = None
+) -> Side:
+    """Per test token (task correct, control correct, 1) of ``probe`` on ``layer``
+    (None: each run's top layer) of the ``model`` (trained | untrained)
+    representations of ``runs``; their seeds and the probe seeds are the side's
+    seeds."""
+    per_seed = []
+    for run in runs:
+        items = _items(ev.probe_items, run, "probe-lm")
+        top = ev.probe[run].layers - 1 if layer is None else layer
+        for key, task in items.task.items():
+            m, _seed, lay, kind, _ps = key.split("|")
+            if m == model and int(lay) == top and kind == probe:
+                t, c = np.asarray(task), np.asarray(items.control[key])
+                per_seed.append(np.stack([t, c, np.ones_like(t)], 1))
+    if not per_seed:
+        raise NoEvidence(f"no {probe} probe of the {model} {', '.join(runs)}")
+    _same_test((i.name, i.test_sha256) for i in (ev.probe_items[r] for r in runs))
+    return side(f"{'+'.join(runs)} {model}, {probe}", per_seed)
 
 
 # -- translation ---------------------------------------------------------------

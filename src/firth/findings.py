@@ -21,6 +21,8 @@ from firth.evidence import (
     F1,
     HIT,
     INVALID,
+    PROBE_ACCURACY,
+    SELECTIVITY,
     Evidence,
     NoEvidence,
     analogy_side,
@@ -34,6 +36,8 @@ from firth.evidence import (
     nmt_side,
     nmt_sides,
     nmt_systems,
+    probe_runs,
+    probe_side,
     recover_side,
     similarity_sides,
     tag_dirty,
@@ -66,6 +70,7 @@ SECTIONS = {
     "emb": "Word embeddings",
     "bias": "Bias in word vectors",
     "lm": "Language models",
+    "probe": "Probes",
     "nmt": "Translation",
     "tagging": "Sequence labelling",
 }
@@ -215,6 +220,52 @@ def lstm_beats_kn(ev: Evidence) -> Finding:
         return _missing(key, claim, src, str(exc), where)
     t = compare(a, b, BPC, ev.rule)
     return _finding(key, claim, src, [t], [f"{label(na, a)} vs {label(nb, b)}"], where)
+
+
+def probes_need_training(ev: Evidence) -> Finding:
+    key, where = "probe-selectivity", SECTIONS["probe"]
+    claim = (
+        "A trained LSTM LM's top layer is more selective for POS than the same "
+        "network untrained (linear probe, task minus control accuracy)"
+    )
+    src = "Hewitt and Liang 2019"
+    runs = probe_runs(ev, "lstm")
+    if not runs:
+        return _missing(key, claim, src, "needs probe-lm of an lstm run", where)
+    try:
+        a = probe_side(ev, runs, model="trained", probe="linear")
+        b = probe_side(ev, runs, model="untrained", probe="linear")
+    except NoEvidence as exc:
+        return _missing(key, claim, src, str(exc), where)
+    t = compare(a, b, SELECTIVITY, ev.rule)
+    lab = f"{label('lstm trained', a)} vs untrained, {a.items:,} test tokens"
+    return _finding(key, claim, src, [t], [lab], where)
+
+
+def mlp_probes_memorise(ev: Evidence) -> Finding:
+    key, where = "probe-mlp", SECTIONS["probe"]
+    claim = (
+        "An MLP probe reaches higher accuracy but lower selectivity than a linear "
+        "probe (trained LSTM LM, top layer)"
+    )
+    src = "Hewitt and Liang 2019"
+    runs = probe_runs(ev, "lstm")
+    if not runs:
+        return _missing(key, claim, src, "needs probe-lm of an lstm run", where)
+    try:
+        mlp = probe_side(ev, runs, model="trained", probe="mlp")
+        lin = probe_side(ev, runs, model="trained", probe="linear")
+    except NoEvidence as exc:
+        return _missing(key, claim, src, str(exc), where)
+    tests = [
+        compare(mlp, lin, PROBE_ACCURACY, ev.rule),
+        compare(lin, mlp, SELECTIVITY, ev.rule),
+    ]
+    labels = [
+        f"MLP vs linear, accuracy, {mlp.items:,} test tokens",
+        "linear vs MLP, selectivity",
+    ]
+    return _finding(key, claim, src, tests, labels, where)
 
 
 def _nmt(ev: Evidence) -> dict[str, list[str]]:
@@ -432,6 +483,8 @@ CHECKS: list[Callable[[Evidence], Finding]] = [
     exclusion_matters,
     debiasing_is_shallow,
     lstm_beats_kn,
+    probes_need_training,
+    mlp_probes_memorise,
     attention_beats_bottleneck,
     attention_is_used,
     pointer_beats_copying,

@@ -28,6 +28,8 @@ from firth.nmt.faithfulness_report import attention_section
 from firth.nmt.report import nmt_section
 from firth.nmt.results import AttentionEval, NmtDetail, NmtEval, NmtTrain
 from firth.peers_report import peers_section
+from firth.probe.report import probe_section
+from firth.probe.results import ProbeEval
 from firth.report import (
     Section,
     not_run_section,
@@ -393,6 +395,26 @@ def nmt_card(page: Page) -> None:
     )
 
 
+def probe_card(page: Page) -> None:
+    keep = declared(page.params)["probe"]
+    evals = {
+        p.parent.name: load(p, ProbeEval)
+        for p in run_folders(page.folder("probe"), keep)
+    }
+    page.evals["probe"] = evals
+    if not evals:
+        page.not_run(
+            "Probes", ["probe.lm_runs", "probe.vectors"], "probe-lm, probe-vectors"
+        )
+        return
+    page.card(
+        probe_section(evals),
+        ["probe", "lm.runs", "embeddings.seeds"],
+        {},
+        ("tagged", "text"),
+    )
+
+
 def attention_card(page: Page) -> None:
     keep = declared(page.params)["attention"]
     folder = page.folder("attention")
@@ -468,6 +490,7 @@ def build(
         embeddings_card,
         bias_card,
         lm_card,
+        probe_card,
         nmt_card,
         attention_card,
         tagging_card,

@@ -37,6 +37,7 @@ from firth.partial_input import (  # noqa: E402
     partial_input_rows,
     partial_input_section,
 )
+from firth.probe.results import ProbeEval, ProbeItems  # noqa: E402
 from firth.report import Section, figure_png  # noqa: E402
 from firth.results import Record, load, load_items  # noqa: E402
 from firth.tagging.results import TaggerEval, TaggerItems, TaggerTrain  # noqa: E402
@@ -64,6 +65,7 @@ def declared(params: dict) -> dict[str, set[str] | None]:
     lm, nmt = params.get("lm") or {}, params.get("nmt") or {}
     tagger, nli = params.get("tagger") or {}, params.get("nli") or {}
     attention = params.get("evaluate_attention") or {}
+    probe = params.get("probe") or {}
 
     def pairs(a: list | None, b: list | None) -> set[str]:
         return {f"{x}-{y}" for x in a or [] for y in b or []}
@@ -73,6 +75,7 @@ def declared(params: dict) -> dict[str, set[str] | None]:
         "lm": set(lm.get("runs") or {}),
         "nmt": set(nmt.get("runs") or {}) | {"copy-source"},
         "attention": set(attention.get("runs") or []),
+        "probe": set(probe.get("lm_runs") or []) | set(probe.get("vectors") or []),
         "tagging": pairs(tagger.get("data"), tagger.get("heads")),
         "nli": pairs(nli.get("data"), nli.get("models")),
     }
@@ -114,6 +117,9 @@ def load_evidence(rep: Path, rule: Rule, margin: float, params: dict) -> Evidenc
     )
     ev.bias, ev.bias_items = _runs(rep / "bias", None, BiasEval, BiasItems)
     ev.lm, ev.lm_items = _runs(rep / "lm", keep["lm"], LmEval, LmItems)
+    ev.probe, ev.probe_items = _runs(
+        rep / "probe", keep["probe"], ProbeEval, ProbeItems
+    )
     ev.nmt, ev.nmt_items = _runs(rep / "nmt", keep["nmt"], NmtEval, NmtItems)
     ev.attention, ev.attention_items = _runs(
         rep / "attention", keep["attention"], AttentionEval, AttentionItems
