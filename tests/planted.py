@@ -17,11 +17,20 @@ from conftest import embedding_eval, lm_eval, nmt_eval, tagger_eval
 from pythonbible import Book, Version, get_verse_id, get_verse_text
 from sacrebleu.metrics import BLEU, CHRF
 
+from firth.bias.results import (
+    BiasEval,
+    BiasItems,
+    RecoverItems,
+    Recovery,
+    SeedBias,
+    WeatItems,
+)
 from firth.embeddings.results import EmbeddingItems
 from firth.evidence import Evidence
 from firth.inference import Rule
 from firth.lm.results import LmItems
-from firth.nmt.results import NmtItems
+from firth.nmt.results import AttentionEval, AttentionItems, Intervention, NmtItems
+from firth.probe.results import ProbeEval, ProbeItems, ProbeRow
 from firth.tagging.results import TaggerItems, TaggerTrain
 
 RULE = Rule(resamples=300)
@@ -170,6 +179,109 @@ def embedding_items(method, *, noise, incl_keep, seeds=(13, 14)) -> EmbeddingIte
     )
 
 
+def bias_evidence(*, before_gap=1.0, after_gap=0.0, recovered=0.9, seeds=(13, 14)):
+    """SGNS's gender WEATs (2 tests, 2 x 12 target words) whose associations
+    differ by ``before_gap`` between X and Y in the original vectors and by
+    ``after_gap`` after debiasing, and 200 biased words recovered at
+    ``recovered``."""
+    rng = np.random.default_rng(7)
+    test, in_x = [], []
+    for t in range(2):
+        test += [t] * 24
+        in_x += [1] * 12 + [0] * 12
+    x = np.asarray(in_x, dtype=float)
+    before, after, recover = {}, {}, {}
+    runs = {}
+    for seed in seeds:
+        before[str(seed)] = list(before_gap * x + rng.normal(0, 0.5, 48))
+        after[str(seed)] = list(after_gap * x + rng.normal(0, 0.5, 48))
+        hit = [int(v) for v in rng.random(200) < recovered]
+        recover[str(seed)] = RecoverItems(
+            words=[f"w{i}" for i in range(200)], male=[1] * 100 + [0] * 100,
+            kmeans=hit, svm=hit, kmeans_original=[1] * 200, svm_original=[1] * 200,
+        )  # fmt: skip
+        runs[seed] = SeedBias(
+            direction_explained=[0.6], definitional_pairs=9,
+            kept_gender_specific=80, neutralised=1000, equalised_pairs=20,
+            gender_weat_abs_d=1.0, gender_weat_abs_d_debiased=0.1, recover_words=100,
+            original=Recovery(kmeans=1.0, svm=1.0),
+            debiased=Recovery(kmeans=recovered, svm=recovered),
+        )  # fmt: skip
+    items = BiasItems(
+        method="sgns",
+        gender_tests=["weat7", "weat8"],
+        weat=WeatItems(
+            test=test,
+            word=[f"t{i}" for i in range(48)],
+            in_x=in_x,
+            before=before,
+            after=after,
+        ),  # fmt: skip
+        recover=recover,
+    )
+    return {"sgns": BiasEval.of("sgns", ["weat7", "weat8"], runs, {})}, {"sgns": items}
+
+
+def attention_evidence(runs=("bahdanau", "bahdanau-seed14"), permuted=0.1):
+    """Greedy statistics of the Bahdanau runs with their attention (quality 0.6)
+    and with it permuted (quality ``permuted``)."""
+    evals, items = {}, {}
+    for run, seed in zip(runs, (13, 14), strict=False):
+        own = nmt_items(run, 0.6, seed)
+        perm = nmt_items(f"{run}-permuted", permuted, seed)
+        n = len(own.bleu)
+        evals[run] = AttentionEval(
+            run=run, model="bahdanau", seed=seed, test_pairs=n, test_sha256="t" * 64,
+            original={"bleu": 50.0, "chrf": 60.0},
+            interventions={"permute": Intervention(
+                changed_share=0.5, mean_tv=0.4, bleu=10.0, chrf=30.0)},
+            tau_sentences=0, mean_tau=None,
+        )  # fmt: skip
+        items[run] = AttentionItems(
+            run=run, test_sha256="t" * 64,
+            bleu={"original": own.bleu, "permute": perm.bleu},
+            chrf={"original": own.chrf, "permute": perm.chrf},
+            change={"permute": [[1, 2, 0.5]] * n}, tau=[],
+        )  # fmt: skip
+    return evals, items
+
+
+def probe_evidence(n=1000):
+    """Two LSTM runs probed: trained linear 85% task / 40% control, MLP 95% /
+    70%, untrained linear 60% / 45%; the top layer (1) carries these, layer 0
+    chance."""
+    rng = np.random.default_rng(3)
+    rates = {
+        ("trained", "linear"): (0.85, 0.40),
+        ("trained", "mlp"): (0.95, 0.70),
+        ("untrained", "linear"): (0.60, 0.45),
+        ("untrained", "mlp"): (0.70, 0.60),
+    }
+    evals, items = {}, {}
+    for run, seed in (("lstm", 13), ("lstm-seed14", 14)):
+        task, control, rows = {}, {}, []
+        for (model, kind), (t, c) in rates.items():
+            for layer in (0, 1):
+                tt, cc = (t, c) if layer == 1 else (0.3, 0.3)
+                key = f"{model}|{seed}|{layer}|{kind}|13"
+                task[key] = [int(v) for v in rng.random(n) < tt]
+                control[key] = [int(v) for v in rng.random(n) < cc]
+                rows.append(ProbeRow(
+                    model=model, seed=seed, layer=layer, probe=kind, probe_seed=13,
+                    task_accuracy=100 * tt, control_accuracy=100 * cc,
+                    selectivity=100 * (tt - cc), valid_task_accuracy=0.0,
+                    valid_control_accuracy=0.0, epochs_task=1, epochs_control=1,
+                ))  # fmt: skip
+        evals[run] = ProbeEval(
+            name=run, kind="lm", family="lstm", data="wsj", tags=10,
+            test_tokens=n, coverage=0.9, layers=2, rows=rows,
+        )  # fmt: skip
+        items[run] = ProbeItems(
+            name=run, test_sha256="p" * 64, task=task, control=control
+        )
+    return evals, items
+
+
 def evidence(**over) -> Evidence:
     """Every finding holds and every model beats its baseline here; ``over``
     replaces a task's evaluations and items (e.g. ``nmt=({}, {})``)."""
@@ -210,7 +322,15 @@ def evidence(**over) -> Evidence:
         e = tagger_eval(run, head)
         train = [tagger_train(run, head, {"random": 0.5, "sgns": 0.6})]
         tag[run] = (e, tagger_items(run, f1=f1, invalid=inv), train)
-    given = {"emb": emb, "lm": lm, "nmt": nmt, "tagging": tag}
+    given = {
+        "emb": emb,
+        "lm": lm,
+        "nmt": nmt,
+        "tagging": tag,
+        "bias": bias_evidence(),
+        "attention": attention_evidence(),
+        "probe": probe_evidence(),
+    }
     given.update(over)
     ev = Evidence(rule=RULE, margin=0.1)
     ev.emb, ev.emb_items = given["emb"]
@@ -221,4 +341,7 @@ def evidence(**over) -> Evidence:
     ev.tagging = {r: v[0] for r, v in given["tagging"].items()}
     ev.tag_items = {r: v[1] for r, v in given["tagging"].items()}
     ev.tag_train = {r: v[2] for r, v in given["tagging"].items()}
+    ev.bias, ev.bias_items = given["bias"]
+    ev.attention, ev.attention_items = given["attention"]
+    ev.probe, ev.probe_items = given["probe"]
     return ev

@@ -29,8 +29,12 @@ def test_every_finding_holds_on_planted_evidence():
     assert list(found) == [
         "sgns-ppmi",
         "exclusion",
+        "debias",
         "lstm-kn",
+        "probe-selectivity",
+        "probe-mlp",
         "attention",
+        "attention-faithful",
         "pointer-copy",
         "source",
         "crf",
@@ -105,8 +109,15 @@ def test_source_matters_needs_every_model():
 
 
 def test_missing_evidence_is_not_run_never_a_guess():
-    v = verdicts(emb=({}, {}), lm={}, nmt={}, tagging={})
+    empty = {"emb": ({}, {}), "bias": ({}, {}), "attention": ({}, {})}
+    v = verdicts(**empty, lm={}, nmt={}, tagging={}, probe=({}, {}))
     assert set(v.values()) == {MISSING}
+    # evaluations of the new kinds without their items: not run, saying why
+    ev = evidence()
+    ev.bias_items, ev.attention_items, ev.probe_items = {}, {}, {}
+    found = {f.key: f for f in findings(ev)}
+    for key in ("debias", "attention-faithful", "probe-selectivity", "probe-mlp"):
+        assert found[key].verdict == MISSING, found[key].summary
     # evaluations without their items.json.gz: not run, and the summary says why
     ev = evidence()
     ev.nmt_items = {}
@@ -117,4 +128,21 @@ def test_missing_evidence_is_not_run_never_a_guess():
 def test_tally():
     # equal LMs, no dirty-line gain: lstm-kn and contamination are inconclusive
     found = findings(evidence(lm=_lm(1.3, 1.3)))
-    assert tally(found) == "6 of 8 known findings hold on this run (2 inconclusive)."
+    assert tally(found) == "10 of 12 known findings hold on this run (2 inconclusive)."
+
+
+def test_the_new_findings_turn_with_the_evidence():
+    from planted import attention_evidence, bias_evidence
+
+    # debiasing leaves the WEAT gap: the first test does not hold
+    v = verdicts(bias=bias_evidence(before_gap=1.0, after_gap=1.0))
+    assert v["debias"] == INCONCLUSIVE
+    f = by_key(bias=bias_evidence(before_gap=0.2, after_gap=1.5))["debias"]
+    assert f.verdict == FAILS and f.tests[0].verdict == FAILS
+    # the bias is not recoverable: chance
+    f = by_key(bias=bias_evidence(recovered=0.5))["debias"]
+    assert f.verdict != HOLDS and f.tests[1].verdict != HOLDS
+    # permuting changes nothing: inconclusive, never "holds"
+    assert verdicts(attention=attention_evidence(permuted=0.6))[
+        "attention-faithful"
+    ] == INCONCLUSIVE
