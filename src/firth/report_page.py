@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -514,5 +515,7 @@ def build(
 
 
 def figure_name(title: str, i: int) -> str:
-    """Where a section's i-th figure goes under reports/."""
-    return f"figures/{title.split(':')[0].lower().replace(' ', '-')}-{i}.png"
+    """Where a section's i-th figure goes under reports/ (letters, digits and
+    dashes only: a '?' in a file name would end its URL's path)."""
+    slug = re.sub(r"[^a-z0-9-]", "", title.split(":")[0].lower().replace(" ", "-"))
+    return f"figures/{slug}-{i}.png"
