@@ -138,13 +138,18 @@ def test_repro_then_noop_then_only_downstream(repo):
         for m, seeds in params["embeddings"]["seeds"].items()
         for seed in seeds
     } | {
-        f"evaluate-embeddings@{m}"
+        f"{kind}@{m}"
         for m in ("sgns", "subword", "ppmi-svd", "glove", "gensim")
+        for kind in ("evaluate-embeddings", "evaluate-bias")
     }
+    # the probes read the vectors and the LMs
+    embedding_stages |= {f"probe-vectors@{m}" for m in params["probe"]["vectors"]}
     lm_runs = params["lm"]["runs"]
-    lm_stages = {f"train-lm@{r}" for r in lm_runs} | {
-        f"evaluate-lm@{r}" for r in lm_runs
-    }
+    lm_stages = (
+        {f"train-lm@{r}" for r in lm_runs}
+        | {f"evaluate-lm@{r}" for r in lm_runs}
+        | {f"probe-lm@{r}" for r in params["probe"]["lm_runs"]}
+    )
     # the taggers' pretrained variant starts from the SGNS vectors
     t = params["tagger"]
     tagger_stages = {
@@ -171,6 +176,7 @@ def test_repro_then_noop_then_only_downstream(repo):
     assert ran(fourth) == {
         "train-embeddings-glove@13",
         "evaluate-embeddings@glove",
+        "evaluate-bias@glove",
         "report",
     }
     md = (path / "reports" / "index.md").read_text()
@@ -191,7 +197,11 @@ def test_repro_then_noop_then_only_downstream(repo):
     settled = (path / "params.yaml").read_text()
     evaluations = {f"evaluate-tagger@{d}-{h}" for d in t["data"] for h in t["heads"]}
     for keys, value, reruns in (
-        (("lm", "lstm", "hidden"), 24, {"train-lm@lstm", "evaluate-lm@lstm"}),
+        (
+            ("lm", "lstm", "hidden"),
+            24,
+            {"train-lm@lstm", "evaluate-lm@lstm", "probe-lm@lstm"},
+        ),
         (
             ("nmt", "runs", "none", "epochs"),
             2.0,
