@@ -9,6 +9,7 @@ other. Writes benchmarks/results/word2vec_loop.json.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from common import head_commit, machine, speed_probe, write_result
@@ -49,7 +50,9 @@ def main(argv=None) -> None:
     write_result(
         args.out,
         {
-            "command": "python benchmarks/word2vec_loop.py " + " ".join(argv or []),
+            "command": " ".join(
+                ["python benchmarks/word2vec_loop.py", *(argv or sys.argv[1:])]
+            ),
             "commit": head_commit(ROOT),
             "machine": machine(),
             "corpus_tokens": corpus.vocab.total_tokens,
