@@ -7,6 +7,14 @@ from params.yaml (section ``embeddings``) unless overridden on the command line.
 
     python benchmarks/embeddings.py                  # all methods, seeds 1 2 3
     python benchmarks/embeddings.py --methods sgns gensim --seeds 1
+    python benchmarks/embeddings.py --merge --methods w2v-sg-ns gensim ...
+
+Besides the DAG's methods, gensim's other variants at the same settings:
+``gensim-hs`` (skip-gram, hierarchical softmax), ``gensim-cbow`` and
+``gensim-cbow-hs`` (CBOW from word2vec.c's CBOW rate, embeddings.word2vec), each
+the reference of Firth's own loop w2v-<arch>-<loss> (``ratio_to_gensim_variant``).
+With ``--merge`` the rows of methods not run this time are kept from the file
+(each row names the command that measured it); ratios pair rows of one command.
 
 Writes benchmarks/results/embeddings.json (per-run rows, per-method mean and
 standard deviation, our SGNS against gensim as ratios, and the expected time of the
@@ -35,6 +43,19 @@ sys.path.insert(0, str(ROOT / "src"))
 
 TEXT8_TOKENS = 17_005_207  # text8, the full-scale profile (docs/measured.md)
 QUALITY = ("analogy_3cosadd", "wordsim353_spearman", "simlex999_spearman")
+# gensim's variants (sg, hs) and the Firth method each is the reference of
+GENSIM_VARIANTS = {
+    "gensim": (True, False),
+    "gensim-hs": (True, True),
+    "gensim-cbow": (False, False),
+    "gensim-cbow-hs": (False, True),
+}
+REFERENCE_OF = {
+    "w2v-sg-ns": "gensim",
+    "w2v-sg-hs": "gensim-hs",
+    "w2v-cbow-ns": "gensim-cbow",
+    "w2v-cbow-hs": "gensim-cbow-hs",
+}
 
 
 def _one(
@@ -46,7 +67,7 @@ def _one(
     from firth.embeddings.analogy import evaluate_analogies, read_analogies
     from firth.embeddings.config import Embeddings
     from firth.embeddings.corpus import load_corpus
-    from firth.embeddings.methods import train_method
+    from firth.embeddings.methods import train_gensim, train_method
     from firth.embeddings.similarity import evaluate_pairs, read_pairs
 
     cfg = load_section("embeddings", params, schema=Embeddings)
@@ -60,10 +81,15 @@ def _one(
     data, sentences = load_corpus(
         corpus, min_count=c.min_count, max_sentence_len=c.max_sentence_len
     )
-    out = train_method(method, data, sentences, cfg, seed=seed, progress=False)
+    if method in GENSIM_VARIANTS and method != "gensim":
+        sg, hs = GENSIM_VARIANTS[method]
+        alpha = None if sg else cfg.word2vec.alpha_cbow
+        out = train_gensim(data, sentences, cfg, seed=seed, sg=sg, hs=hs, alpha=alpha)
+    else:
+        out = train_method(method, data, sentences, cfg, seed=seed, progress=False)
     from firth.query import stage_paths
 
-    raw = stage_paths(PROJECT, f"evaluate-embeddings@{method}")["eval"]
+    raw = stage_paths(PROJECT, "evaluate-embeddings@sgns")["eval"]
     ana = evaluate_analogies(
         out.embedding,
         read_analogies(raw / "analogy-google" / "questions-words.txt"),
@@ -84,6 +110,9 @@ def _one(
         # count-based methods, whose fitting time is independent of epochs over text
         "epochs": 1 if method in ("glove", "ppmi-svd") else c.epochs,
     }
+    if "blocks" in out.stats:  # word2vec's loop: kept (subsampled) tokens per second
+        kept = sum(b["kept_tokens"] for b in out.stats["blocks"])
+        row["kept_words_per_second"] = round(kept / out.stats["seconds"])
     for name in ("wordsim353", "simlex999"):
         res = evaluate_pairs(out.embedding, read_pairs(raw / name / "pairs.tsv"))
         row[f"{name}_spearman"] = round(res["spearman"], 5)
@@ -125,22 +154,38 @@ def main(argv=None) -> None:
         "--device", default="", help="cpu | cuda | auto (default: from params)"
     )
     p.add_argument("--out", default=str(ROOT / "benchmarks/results/embeddings.json"))
+    p.add_argument(
+        "--merge",
+        action="store_true",
+        help="keep the file's rows of methods not run now (each names its command)",
+    )
     args = p.parse_args(argv)
+    command = " ".join(["python benchmarks/embeddings.py", *(argv or sys.argv[1:])])
 
     rows = []
+    kept_rows, old = [], {}
+    if args.merge and Path(args.out).exists():
+        old = json.loads(Path(args.out).read_text())
+        kept_rows = [
+            {"command": old["command"], **r} if "command" not in r else r
+            for r in old["rows"]
+            if r["method"] not in args.methods
+        ]
     t0 = time.time()
     for seed in args.seeds:
         for method in args.methods:
             row = run_one(
                 method, seed, args.corpus, args.params, args.threads, args.device
             )
+            row = {"command": command, **row} if args.merge else row
             print(json.dumps(row), flush=True)
             rows.append(row)
+    wall = round(time.time() - t0, 1)
+    fresh = rows
+    rows = kept_rows + rows
     summary = summarise(rows)
     result = {
-        "command": " ".join(
-            ["python benchmarks/embeddings.py", *(argv or sys.argv[1:])]
-        ),
+        "command": command,
         "machine": {**machine(), "processor": platform.processor()},
         "corpus": str(Path(args.corpus).resolve().relative_to(ROOT))
         if Path(args.corpus).resolve().is_relative_to(ROOT)
@@ -150,14 +195,19 @@ def main(argv=None) -> None:
         "corpus_sha256": hashlib.sha256(Path(args.corpus).read_bytes()).hexdigest(),
         "rows": rows,
         "summary": summary,
-        "wall_seconds": round(time.time() - t0, 1),
+        "wall_seconds": wall,
     }
+    if kept_rows:
+        result["merged_from"] = sorted({r["command"] for r in kept_rows})
+        result["wall_seconds_of_merged"] = old.get("wall_seconds")
     if "gensim" in summary:
         ref = summary["gensim"]
         ratios = {}
+        made_by = {m: {r.get("command", command) for r in rows if r["method"] == m}
+                   for m in summary}  # fmt: skip
         for method, entry in summary.items():
-            if method == "gensim":
-                continue
+            if method == "gensim" or made_by[method] != made_by["gensim"]:
+                continue  # ratios within one command's rows only
             ratios[method] = {
                 key: round(entry[key] / ref[key], 4) if ref[key] else None
                 for key in ("words_per_second", *QUALITY)
@@ -168,6 +218,28 @@ def main(argv=None) -> None:
             result["targets"] = {
                 "sgns_quality_at_least_0.9x": all((r[k] or 0) >= 0.9 for k in QUALITY),
                 "sgns_speed_at_least_0.5x": (r["words_per_second"] or 0) >= 0.5,
+            }
+    now = summarise(fresh)
+    variant = {}
+    for firth_method, ref in REFERENCE_OF.items():
+        if firth_method in now and ref in now:
+            a, b = now[firth_method], now[ref]
+            variant[firth_method] = {"reference": ref} | {
+                key: round(a[key] / b[key], 4) if b[key] else None
+                for key in ("words_per_second", *QUALITY)
+            }
+    if variant:
+        result["ratio_to_gensim_variant"] = variant
+    for tool, ns, hs in (
+        ("firth sg", "w2v-sg-ns", "w2v-sg-hs"),
+        ("firth cbow", "w2v-cbow-ns", "w2v-cbow-hs"),
+        ("gensim sg", "gensim", "gensim-hs"),
+        ("gensim cbow", "gensim-cbow", "gensim-cbow-hs"),
+    ):
+        if ns in now and hs in now:
+            result.setdefault("negative_sampling_over_hs", {})[tool] = {
+                key: round(now[ns][key] / now[hs][key], 4) if now[hs][key] else None
+                for key in ("words_per_second", *QUALITY)
             }
     result["text8_expected_cpu_seconds"] = {
         m: round(

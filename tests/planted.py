@@ -25,7 +25,7 @@ from firth.bias.results import (
     SeedBias,
     WeatItems,
 )
-from firth.embeddings.results import EmbeddingItems
+from firth.embeddings.results import EmbeddingItems, Word2VecTrain
 from firth.evidence import Evidence
 from firth.inference import Rule
 from firth.lm.results import LmItems
@@ -149,10 +149,12 @@ def tagger_train(run, head, valid: dict[str, float], seed=13) -> TaggerTrain:
     )
 
 
-def embedding_items(method, *, noise, incl_keep, seeds=(13, 14)) -> EmbeddingItems:
+def embedding_items(
+    method, *, noise, incl_keep, seeds=(13, 14), hit=0.4
+) -> EmbeddingItems:
     """400 similarity pairs per set (cosine = score + noise) and 600 analogy
-    questions answered right with p 0.4 (only-b 0.05), of which the no-exclusion
-    variant keeps a share ``incl_keep``."""
+    questions answered right with p ``hit`` (only-b 0.05), of which the
+    no-exclusion variant keeps a share ``incl_keep``."""
     rng0 = np.random.default_rng(0)
     gold = rng0.normal(size=400)
     test = [int(i % 2 == 0) for i in range(400)]
@@ -161,7 +163,7 @@ def embedding_items(method, *, noise, incl_keep, seeds=(13, 14)) -> EmbeddingIte
         rng = np.random.default_rng(_seed(method, s))
         cos = gold + rng.normal(0, noise, size=400)
         sims[str(s)] = [round(float(c), 6) for c in cos]
-        add = rng.random(600) < 0.4
+        add = rng.random(600) < hit
         hits[str(s)] = {
             "3cosadd": [int(x) for x in add],
             "3cosadd_incl": [int(x) for x in add & (rng.random(600) < incl_keep)],
@@ -282,6 +284,41 @@ def probe_evidence(n=1000):
     return evals, items
 
 
+def word2vec_train(method, seed, rate, blocks=60) -> Word2VecTrain:
+    """A w2v run's train.json: ``blocks`` timed blocks of kept tokens (the same
+    tokens for every method at one seed) at ``rate`` thousand kept words/s, 5%
+    noise on each block's time."""
+    kept = np.random.default_rng(seed).integers(60_000, 80_000, blocks)
+    rng = np.random.default_rng(_seed(method, seed))
+    seconds = kept / (1000 * rate) * rng.normal(1, 0.05, blocks)
+    return Word2VecTrain.model_validate(
+        {"method": method, "seed": seed, "corpus_sha256": "x", "corpus_tokens": 1}
+        | {"vocab": 10, "seconds": float(seconds.sum()), "words_per_second": 1.0}
+        | {"peak_rss_mb": 1.0, "threads": 1, "device": "cpu", "final_loss": 1.0}
+        | {"first_loss": 2.0, "kept_tokens_per_epoch": float(kept.sum()) / 3}
+        | {
+            "blocks": [
+                {"kept_tokens": int(k), "seconds": float(t)}
+                for k, t in zip(kept, seconds, strict=True)
+            ]
+        }
+    )
+
+
+def word2vec_evidence(*, ns_rate=150.0, hs_rate=110.0, ns_hit=0.5, hs_hit=0.4):
+    """w2v-sg-ns and w2v-sg-hs, two seeds each: their evaluations, items (the
+    same similarity noise; analogies right with p ``*_hit``) and train.json."""
+    out = ({}, {}, {})
+    for m, rate, hit in (
+        ("w2v-sg-ns", ns_rate, ns_hit),
+        ("w2v-sg-hs", hs_rate, hs_hit),
+    ):
+        out[0][m] = embedding_eval(m)
+        out[1][m] = embedding_items(m, noise=0.3, incl_keep=0.1, hit=hit)
+        out[2][m] = [word2vec_train(m, s, rate) for s in (13, 14)]
+    return out
+
+
 def evidence(**over) -> Evidence:
     """Every finding holds and every model beats its baseline here; ``over``
     replaces a task's evaluations and items (e.g. ``nmt=({}, {})``)."""
@@ -330,10 +367,14 @@ def evidence(**over) -> Evidence:
         "bias": bias_evidence(),
         "attention": attention_evidence(),
         "probe": probe_evidence(),
+        "word2vec": word2vec_evidence(),
     }
     given.update(over)
     ev = Evidence(rule=RULE, margin=0.1)
-    ev.emb, ev.emb_items = given["emb"]
+    ev.emb, ev.emb_items = dict(given["emb"][0]), dict(given["emb"][1])
+    ev.emb.update(given["word2vec"][0])
+    ev.emb_items.update(given["word2vec"][1])
+    ev.emb_train = given["word2vec"][2]
     ev.lm = {r: v[0] for r, v in given["lm"].items()}
     ev.lm_items = {r: v[1] for r, v in given["lm"].items()}
     ev.nmt = {r: v[0] for r, v in given["nmt"].items()}

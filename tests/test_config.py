@@ -158,3 +158,30 @@ def test_the_transformer_may_keep_its_own_schedule():
     assert cfg.common.decay == "cosine"
     assert schedule(inv, "transformer").decay == "inverse-sqrt"
     assert schedule(inv, "bahdanau").decay == "cosine"
+
+
+@pytest.mark.parametrize(
+    "key, value, says",
+    [
+        (("probe", "lm_runs"), ["lstm", "lstm-big"], "not a run of lm.runs"),
+        (("probe", "lm_runs"), ["kn5"], "no layers of states"),
+        (("probe", "vectors"), ["sgns", "word2vec"], "not an embedding method"),
+        (("tagger", "vectors"), "fasttext", "not an embedding method"),
+        (("evaluate_attention", "runs"), ["bahdanau", "bahdanu"], "not a run of nmt"),
+        (("evaluate_attention", "runs"), ["none"], "has no attention"),
+    ],
+)
+def test_check_params_follows_names_across_sections(tmp_path, key, value, says):
+    """A list that names runs or methods of another section is checked against
+    it, naming the key and the entry (else the stage would fail only when run)."""
+    from typer.testing import CliRunner
+
+    from firth.cli import app
+
+    bad = write_params(tmp_path, lambda p: p[key[0]].update({key[1]: value}))
+    result = CliRunner().invoke(app, ["check-params", "--path", str(bad)])
+    assert result.exit_code == 2, result.output
+    assert ".".join(key) in result.output and says in result.output
+    for profile in PROFILES:
+        ok = CliRunner().invoke(app, ["check-params", "--path", str(profile)])
+        assert ok.exit_code == 0, ok.output

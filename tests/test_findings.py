@@ -2,6 +2,7 @@
 each holds on a clear gap, does not hold on the reversed gap, is inconclusive on
 equal systems or too few items, and is 'not run' without its evidence."""
 
+import pytest
 from conftest import embedding_eval, lm_eval, nmt_eval, tagger_eval
 from planted import (
     embedding_items,
@@ -29,6 +30,7 @@ def test_every_finding_holds_on_planted_evidence():
     assert list(found) == [
         "sgns-ppmi",
         "exclusion",
+        "ns-hs",
         "debias",
         "lstm-kn",
         "probe-selectivity",
@@ -110,6 +112,7 @@ def test_source_matters_needs_every_model():
 
 def test_missing_evidence_is_not_run_never_a_guess():
     empty = {"emb": ({}, {}), "bias": ({}, {}), "attention": ({}, {})}
+    empty["word2vec"] = ({}, {}, {})
     v = verdicts(**empty, lm={}, nmt={}, tagging={}, probe=({}, {}))
     assert set(v.values()) == {MISSING}
     # evaluations of the new kinds without their items: not run, saying why
@@ -128,7 +131,7 @@ def test_missing_evidence_is_not_run_never_a_guess():
 def test_tally():
     # equal LMs, no dirty-line gain: lstm-kn and contamination are inconclusive
     found = findings(evidence(lm=_lm(1.3, 1.3)))
-    assert tally(found) == "10 of 12 known findings hold on this run (2 inconclusive)."
+    assert tally(found) == "11 of 13 known findings hold on this run (2 inconclusive)."
 
 
 def test_the_new_findings_turn_with_the_evidence():
@@ -143,6 +146,42 @@ def test_the_new_findings_turn_with_the_evidence():
     f = by_key(bias=bias_evidence(recovered=0.5))["debias"]
     assert f.verdict != HOLDS and f.tests[1].verdict != HOLDS
     # permuting changes nothing: inconclusive, never "holds"
-    assert verdicts(attention=attention_evidence(permuted=0.6))[
-        "attention-faithful"
-    ] == INCONCLUSIVE
+    assert (
+        verdicts(attention=attention_evidence(permuted=0.6))["attention-faithful"]
+        == INCONCLUSIVE
+    )
+
+
+def test_negative_sampling_against_the_hierarchical_softmax():
+    from planted import word2vec_evidence
+
+    f = by_key()["ns-hs"]
+    assert f.verdict == HOLDS, f.summary
+    assert [t.kind for t in f.tests] == ["difference"] + ["non-inferiority"] * 3
+    assert "thousand kept words/s" in f.tests[0].metric
+    assert f.tests[0].diff == pytest.approx(40, rel=0.1)  # 150 vs 110 planted
+    # slower negative sampling: the speed test does not hold, nor the finding
+    slow = word2vec_evidence(ns_rate=90.0)
+    assert verdicts(word2vec=slow)["ns-hs"] == FAILS
+    # worse analogies alone leave a majority of benchmarks (2 of 3): holds
+    worse = word2vec_evidence(ns_hit=0.2)
+    f = by_key(word2vec=worse)["ns-hs"]
+    assert f.tests[3].verdict == FAILS and f.verdict == HOLDS
+    # blocks of different kept tokens cannot be paired: not run, saying why
+    ev = evidence()
+    ev.emb_train["w2v-sg-hs"] = [
+        t.model_copy(update={"blocks": t.blocks[:-1]})
+        for t in ev.emb_train["w2v-sg-hs"]
+    ]
+    f = {f.key: f for f in findings(ev)}["ns-hs"]
+    assert f.verdict == MISSING and "blocks" in f.summary
+
+
+def test_the_report_tables_negative_sampling_against_the_softmax():
+    from firth.embeddings.report import softmax_table
+
+    title, (header, rows) = softmax_table(evidence())
+    assert "hierarchical softmax" in header and "items" in header
+    assert [r[0] for r in rows] == ["skip-gram"] * 5  # speed, 3 sets, the claim
+    assert rows[-1][-1] == "holds (benchmarks: holds)"
+    assert softmax_table(evidence(word2vec=({}, {}, {}))) is None

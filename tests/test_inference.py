@@ -25,6 +25,8 @@ from firth.inference import (
     equivalent,
     f1_metric,
     groups,
+    majority,
+    noninferior,
     ratio,
     rule_text,
     sacrebleu_metric,
@@ -252,3 +254,35 @@ def test_a_metric_undefined_in_many_replicates_is_inconclusive():
     t = threshold(side("sgns", [stats]), kept, 0.5, Rule(resamples=400))
     assert t.verdict == INCONCLUSIVE
     assert t.interval() == "+0.50 [interval undefined]"
+
+
+def test_noninferiority_and_majority():
+    """Non-inferiority holds when the worse side of the paired interval stays
+    above -margin, fails below it; a majority needs more than half."""
+    rule = Rule(resamples=500)
+    rng = np.random.default_rng(4)
+    n = 2000
+    hit = ratio("accuracy %", "higher", 0, 1, scale=100.0)
+
+    def hits(p):
+        return side(f"p{p}", [np.stack([rng.random(n) < p, np.ones(n)], 1)])
+
+    a, same, better = hits(0.40), hits(0.40), hits(0.50)
+    t = noninferior(a, same, hit, rule, margin=5.0)
+    assert t.verdict == HOLDS and t.low > -5.0 and t.kind == "non-inferiority"
+    assert "non-inferiority (margin 5)" in t.design()
+    assert noninferior(a, better, hit, rule, margin=1.0).verdict == FAILS
+    # lower-is-better metrics orient it: a lower error rate is not inferior
+    err = ratio("error %", "lower", 0, 1, scale=100.0)
+    assert noninferior(a, better, err, rule, margin=1.0).verdict == HOLDS
+    assert noninferior(a, same, hit, rule, margin=0.01).verdict == INCONCLUSIVE
+    with pytest.raises(ValueError):
+        noninferior(a, same, hit, rule, margin=0.0)
+    held = noninferior(a, same, hit, rule, margin=5.0)
+    failed = noninferior(a, better, hit, rule, margin=1.0)
+    unsure = noninferior(a, same, hit, rule, margin=0.01)
+    assert majority([held, held, failed]) == HOLDS
+    assert majority([held, failed, failed]) == FAILS
+    assert majority([held, unsure, failed]) == INCONCLUSIVE
+    assert majority([held, unsure]) == INCONCLUSIVE
+    assert majority([]) == INCONCLUSIVE

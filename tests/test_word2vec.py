@@ -5,6 +5,7 @@ merged weights), and training learns planted co-occurrence for every arch and
 loss, the same seed giving the same vectors."""
 
 import heapq
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -85,3 +86,36 @@ def test_training_learns_planted_topics(arch, loss):
     assert stats.loss_per_epoch[-1] < stats.loss_per_epoch[0]
     W2, _ = train_word2vec(corpus, cfg)
     assert np.array_equal(W, W2)  # one seed, one result
+
+
+def test_blocks_and_resume_change_nothing(tmp_path):
+    """Training in blocks of sentences, or killed after an epoch and resumed from
+    its checkpoint, gives the vectors of one unbroken run; the blocks' kept
+    tokens add up to the epochs' and are the same for both losses (paired)."""
+    from firth.checkpoint import Checkpoint
+
+    corpus = _planted_corpus(np.random.default_rng(3))
+    cfg = Word2VecConfig(arch="sg", loss="hs", dim=8, window=3, sample=0.001, epochs=3)
+    W1, s1 = train_word2vec(corpus, cfg, blocks=1)
+    W7, s7 = train_word2vec(corpus, cfg, blocks=7)
+    assert np.array_equal(W1, W7)
+    assert len(s7.blocks) == 3 * 7
+    assert sum(k for k, _ in s7.blocks) == sum(k for k, _ in s1.blocks)
+    _, ns = train_word2vec(corpus, replace(cfg, loss="ns"), blocks=7)
+    assert [k for k, _ in ns.blocks] == [k for k, _ in s7.blocks]
+
+    ck = Checkpoint(tmp_path / "w2v.pt", "key")
+
+    class Killed(Exception):
+        pass
+
+    def kill_after_first(state):
+        ck.save(state)
+        raise Killed
+
+    with pytest.raises(Killed):
+        train_word2vec(corpus, cfg, blocks=7, on_epoch=kill_after_first)
+    W_resumed, sr = train_word2vec(corpus, cfg, blocks=7, resume=ck.load())
+    assert np.array_equal(W_resumed, W7)
+    assert sr.loss_per_epoch == s7.loss_per_epoch
+    assert len(sr.blocks) == len(s7.blocks)

@@ -120,6 +120,9 @@ def check_params(path: Path = Path("params.yaml")) -> None:
             load_section(name, path, schema=schema)
         for group in ("text", "parallel", "tagged", "eval"):
             load_sources(group, path)
+        from firth.param_refs import check_references
+
+        check_references(path)
     except FirthError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
@@ -286,7 +289,10 @@ def scorecard_cmd(
     typer.echo(f"{path}: the committed scorecard is what its files give")
 
 
-METHODS_HELP = "sgns, subword, ppmi-svd, glove or gensim"
+METHODS_HELP = (
+    "sgns, subword, ppmi-svd, glove, gensim or w2v-<sg|cbow>-<ns|hs> "
+    "(word2vec's own loop)"
+)
 
 
 def _params(repo: Path) -> dict:

@@ -144,6 +144,7 @@ class Verdicts(ParamSection):
     seed: int
     min_items: int = Field(ge=2)
     equivalence_margin: float = Field(gt=0)
+    accuracy_margin: float = Field(gt=0)
 
 
 class AccelParams(ParamSection):

@@ -17,7 +17,7 @@ import numpy as np
 from sacrebleu.metrics import BLEU, CHRF
 
 from firth.bias.results import BiasEval, BiasItems
-from firth.embeddings.results import EmbeddingEval, EmbeddingItems
+from firth.embeddings.results import EmbeddingEval, EmbeddingItems, Word2VecTrain
 from firth.inference import (
     Metric,
     Rule,
@@ -56,8 +56,10 @@ class Evidence:
 
     rule: Rule = field(default_factory=Rule)
     margin: float = 0.05  # the equivalence margin (Spearman)
+    accuracy_margin: float = 1.0  # the non-inferiority margin of accuracies (points)
     emb: dict[str, EmbeddingEval] = field(default_factory=dict)
     emb_items: dict[str, EmbeddingItems] = field(default_factory=dict)
+    emb_train: dict[str, list[Word2VecTrain]] = field(default_factory=dict)
     bias: dict[str, BiasEval] = field(default_factory=dict)
     bias_items: dict[str, BiasItems] = field(default_factory=dict)
     lm: dict[str, LmEval] = field(default_factory=dict)
@@ -388,6 +390,37 @@ def analogy_side(ev: Evidence, method: str, dataset: str, *keys: str) -> Side:
     if not per_seed or not len(per_seed[0]):
         raise NoEvidence(f"{method}: no {dataset} question is covered")
     return side(method, per_seed)
+
+
+# word2vec's loop: (kept tokens, seconds) per block of an epoch, in thousands of
+# kept tokens per second (firth.embeddings.word2vec)
+KILO_WORDS = ratio("thousand kept words/s", "higher", 0, 1, scale=1e-3)
+
+
+def speed_sides(ev: Evidence, a: str, b: str) -> tuple[Side, Side]:
+    """Two w2v methods' timed blocks, paired: the same seeds cut each epoch into
+    the same blocks of kept tokens (firth.embeddings.word2vec)."""
+    runs = []
+    for m in (a, b):
+        trains = ev.emb_train.get(m, [])
+        if not trains:
+            raise NoEvidence(f"no train.json of {m} (rerun train-embeddings-{m})")
+        runs.append({t.seed: t for t in trains})
+    seeds = sorted(set(runs[0]) & set(runs[1]))
+    if not seeds:
+        raise NoEvidence(f"{a} and {b} share no seed")
+    sides = []
+    for m, by_seed in zip((a, b), runs, strict=True):
+        per_seed = [
+            np.array([[b.kept_tokens, b.seconds] for b in by_seed[s].blocks])
+            for s in seeds
+        ]
+        sides.append(side(m, per_seed))
+    for s in seeds:
+        kept = [[b.kept_tokens for b in r[s].blocks] for r in runs]
+        if kept[0] != kept[1]:
+            raise NoEvidence(f"{a} and {b} (seed {s}) trained on different blocks")
+    return sides[0], sides[1]
 
 
 def hit_side(ev: Evidence, method: str, dataset: str, key: str, name: str) -> Side:

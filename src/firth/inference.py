@@ -41,7 +41,7 @@ from scipy import stats as sps
 from firth.results import Record
 
 Better = Literal["higher", "lower"]
-Kind = Literal["difference", "threshold", "groups", "equivalence"]
+Kind = Literal["difference", "threshold", "groups", "equivalence", "non-inferiority"]
 HOLDS, FAILS, INCONCLUSIVE = "holds", "does not hold", "inconclusive"
 Verdict = Literal["holds", "does not hold", "inconclusive"]
 
@@ -289,7 +289,10 @@ class Test(Record):
             )
         if self.kind == "threshold":
             return f"bootstrap over {self.n} items, {self.a.seeds} seed(s)"
-        what = "equivalence (TOST)" if self.kind == "equivalence" else "paired"
+        what = {
+            "equivalence": "equivalence (TOST)",
+            "non-inferiority": f"non-inferiority (margin {self.margin:g}), paired",
+        }.get(self.kind, "paired")
         return f"{what} bootstrap over {self.n} items, {seeds}"
 
 
@@ -506,6 +509,46 @@ def equivalent(a: Side, b: Side, metric: Metric, rule: Rule, margin: float) -> T
         level=level,
         margin=margin,
     )
+
+
+def noninferior(a: Side, b: Side, metric: Metric, rule: Rule, margin: float) -> Test:
+    """Is ``a`` at least as good as ``b``, within ``margin`` (paired over the same
+    items)? Holds when the interval of the difference, oriented to the metric's
+    better direction, lies above -margin; does not hold when it lies below."""
+    if margin <= 0:
+        raise ValueError("a non-inferiority test needs a positive margin")
+    if a.items != b.items:
+        raise ValueError(f"{a.name} and {b.name} are not scored on the same items")
+    draws = _draw(a.items, rule)
+    ra = _replicates(a, metric, draws.items, draws.rng)
+    rb = _replicates(b, metric, draws.items, draws.rng)
+    lo, hi = _interval(ra - rb, rule.confidence)
+    d = a.score(metric) - b.score(metric)
+    oriented = _oriented(metric.better, d, lo, hi)
+    decided = _decide(oriented, a.items, rule, margin=-margin)
+    ea = _estimate(a, metric, ra, rule.confidence)
+    eb = _estimate(b, metric, rb, rule.confidence)
+    return _result(
+        "non-inferiority", metric, ea, eb, d, (lo, hi), a.items, rule, decided,
+        margin=margin,
+    )  # fmt: skip
+
+
+def majority(tests: Sequence[Test]) -> str:
+    """The verdict of a claim about most of several tests: holds when more than
+    half hold, does not hold when so many do not hold that no majority can,
+    inconclusive otherwise."""
+    n = len(tests)
+    need = n // 2 + 1
+    held = sum(t.verdict == HOLDS for t in tests)
+    failed = sum(t.verdict == FAILS for t in tests)
+    if not n:
+        return INCONCLUSIVE
+    if held >= need:
+        return HOLDS
+    if failed > n - need:
+        return FAILS
+    return INCONCLUSIVE
 
 
 def combine(tests: Sequence[Test]) -> str:

@@ -20,7 +20,12 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from firth.bias.results import BiasEval, BiasItems  # noqa: E402
-from firth.embeddings.results import EmbeddingEval, EmbeddingItems  # noqa: E402
+from firth.embeddings.config import WORD2VEC_METHODS  # noqa: E402
+from firth.embeddings.results import (  # noqa: E402
+    EmbeddingEval,
+    EmbeddingItems,
+    Word2VecTrain,
+)
 from firth.evidence import Evidence  # noqa: E402
 from firth.findings import Finding, findings, tally  # noqa: E402
 from firth.inference import FAILS, HOLDS, Rule, Test, rule_text  # noqa: E402
@@ -114,6 +119,15 @@ def load_evidence(rep: Path, rule: Rule, margin: float, params: dict) -> Evidenc
     ev = Evidence(rule=rule, margin=margin)
     ev.emb, ev.emb_items = _runs(
         rep / "embeddings", keep["embeddings"], EmbeddingEval, EmbeddingItems
+    )
+    for m, e in ev.emb.items():
+        if m in WORD2VEC_METHODS:
+            paths = [
+                rep / "embeddings" / m / f"seed-{s}" / "train.json" for s in e.seeds
+            ]
+            ev.emb_train[m] = [load(p, Word2VecTrain) for p in paths if p.exists()]
+    ev.accuracy_margin = float(
+        params.get("verdicts", {}).get("accuracy_margin", ev.accuracy_margin)
     )
     ev.bias, ev.bias_items = _runs(rep / "bias", None, BiasEval, BiasItems)
     ev.lm, ev.lm_items = _runs(rep / "lm", keep["lm"], LmEval, LmItems)
@@ -228,6 +242,7 @@ def scorecard(ev: Evidence) -> Scorecard:
             "seed": r.seed,
             "min_items": r.min_items,
             "equivalence_margin": ev.margin,
+            "accuracy_margin": ev.accuracy_margin,
             "text": rule_text(r),
         },
         tally=tally(found),

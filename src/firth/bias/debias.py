@@ -140,6 +140,39 @@ def hard_debias(
 
 
 @dataclass(frozen=True)
+class Space:
+    """Vectors ready for the bias measurements: unit rows, the gender direction
+    of Bolukbasi's definitional pairs, and the hard-debiased unit rows."""
+
+    words: list[str]
+    index: dict[str, int]
+    unit: np.ndarray
+    direction: Direction
+    debiased: np.ndarray
+    done: dict  # what hard debiasing did (hard_debias)
+
+
+def debiased_space(words: list[str], matrix: np.ndarray) -> Space:
+    """``matrix``'s rows (in ``words`` order) as unit rows, their gender
+    direction (firth.bias.wordlists' definitional pairs) and hard-debiased
+    (its gender-specific words and equalise pairs): what the evaluate-bias stage
+    and ``firth bias`` both measure."""
+    from firth.bias.wordlists import DEFINITIONAL_PAIRS, EQUALIZE_PAIRS, GENDER_SPECIFIC
+
+    index = {w: i for i, w in enumerate(words)}
+    unit = unit_rows(matrix)
+    direction = gender_direction(unit, index, DEFINITIONAL_PAIRS)
+    debiased, done = hard_debias(
+        unit,
+        words,
+        direction.vector,
+        specific=GENDER_SPECIFIC,
+        equalise_pairs=EQUALIZE_PAIRS,
+    )
+    return Space(words, index, unit, direction, debiased, done)
+
+
+@dataclass(frozen=True)
 class Biased:
     """The most gender-aligned words of the original vectors and their labels."""
 

@@ -12,12 +12,10 @@ import numpy as np
 
 from firth.bias.config import EvaluateBias
 from firth.bias.debias import (
-    gender_direction,
-    hard_debias,
+    debiased_space,
     kmeans_correct,
     most_biased,
     svm_correct,
-    unit_rows,
 )
 from firth.bias.results import (
     BiasEval,
@@ -70,14 +68,10 @@ def evaluate_seed(path: Path, cfg: EvaluateBias):
     """One seed's vectors (word2vec text): its SeedBias, WEAT scores, the gender
     WEATs' per-word associations and the recoverability items."""
     emb = load_word2vec(path)
-    words = emb.words
-    index = emb.index()
-    unit = unit_rows(emb.matrix)
-    direction = gender_direction(unit, index, DEFINITIONAL_PAIRS)
+    space = debiased_space(emb.words, emb.matrix)
+    words, index, unit = space.words, space.index, space.unit
+    direction, debiased, done = space.direction, space.debiased, space.done
     g = direction.vector
-    debiased, done = hard_debias(
-        unit, words, g, specific=GENDER_SPECIFIC, equalise_pairs=EQUALIZE_PAIRS
-    )
     before, after = _weats(unit, index, cfg), _weats(debiased, index, cfg)
     scores = [
         WeatScore(

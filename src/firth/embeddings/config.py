@@ -84,7 +84,26 @@ class EmbeddingsGensim(ParamSection):
     min_alpha: float = Field(ge=0)
 
 
-EMBEDDING_METHODS = ("sgns", "subword", "ppmi-svd", "glove", "gensim")
+class EmbeddingsWord2Vec(ParamSection):
+    """word2vec.c's own loop (firth.embeddings.word2vec), the w2v-* methods."""
+
+    alpha_sg: float = Field(gt=0)
+    alpha_cbow: float = Field(gt=0)
+    min_alpha_ratio: float = Field(gt=0, le=1)
+    blocks: int = Field(ge=1)
+
+
+# w2v-<arch>-<loss>: word2vec's loop, skip-gram or CBOW, negative sampling or
+# the hierarchical softmax
+WORD2VEC_METHODS = ("w2v-sg-ns", "w2v-sg-hs", "w2v-cbow-ns", "w2v-cbow-hs")
+EMBEDDING_METHODS = (
+    "sgns",
+    "subword",
+    "ppmi-svd",
+    "glove",
+    "gensim",
+    *WORD2VEC_METHODS,
+)
 
 
 class Embeddings(ParamSection):
@@ -95,6 +114,7 @@ class Embeddings(ParamSection):
     tune: EmbeddingsTune
     glove: EmbeddingsGloVe
     gensim: EmbeddingsGensim
+    word2vec: EmbeddingsWord2Vec
 
     @model_validator(mode="after")
     def _seeds(self) -> Self:

@@ -1,7 +1,9 @@
 """One entry point per method: corpus + params -> vectors and training statistics.
 
-Methods: ``sgns``, ``subword`` (fastText-style SGNS), ``ppmi-svd``, ``glove`` and
-``gensim`` (the reference: gensim's Word2Vec skip-gram with the same settings).
+Methods: ``sgns``, ``subword`` (fastText-style SGNS), ``ppmi-svd``, ``glove``,
+``gensim`` (the reference: gensim's Word2Vec skip-gram with the same settings) and
+``w2v-<arch>-<loss>`` (word2vec.c's own loop, firth.embeddings.word2vec: skip-gram
+or CBOW, negative sampling or the hierarchical softmax).
 Words per second: every corpus token (rare words included) times epochs, divided by
 the training time (vocabulary building excluded) for the SGNS-style trainers
 (ours and gensim); for PPMI-SVD and GloVe, corpus tokens divided by the whole fitting
@@ -21,7 +23,7 @@ import torch
 
 from firth.accel import resolve_device
 from firth.checkpoint import Checkpoint
-from firth.embeddings.config import Embeddings
+from firth.embeddings.config import EMBEDDING_METHODS, WORD2VEC_METHODS, Embeddings
 from firth.embeddings.cooccurrence import cooccurrence
 from firth.embeddings.corpus import Corpus
 from firth.embeddings.glove import GloVeConfig, train_glove
@@ -31,10 +33,11 @@ from firth.embeddings.similarity import Pair
 from firth.embeddings.subword import SubwordSpace, build_space
 from firth.embeddings.tuning import TUNED, choose, grid
 from firth.embeddings.vectors import Embedding
+from firth.embeddings.word2vec import Word2VecConfig, train_word2vec
 
 log = logging.getLogger(__name__)
 
-METHODS = ("sgns", "subword", "ppmi-svd", "glove", "gensim")
+METHODS = EMBEDDING_METHODS
 # the sections of ``embeddings`` each method reads, besides ``common`` (its stage's
 # params in dvc.yaml; a test checks they agree)
 READS = {
@@ -43,6 +46,7 @@ READS = {
     "ppmi-svd": ("tune",),
     "glove": ("glove",),
     "gensim": ("gensim",),
+    **{m: ("word2vec",) for m in WORD2VEC_METHODS},
 }
 
 
@@ -132,6 +136,8 @@ def train_method(
         return _chosen(corpus, candidates, 0, stats, t0, trainings=1)
     if method == "glove":
         return _train_glove(run)
+    if method in WORD2VEC_METHODS:
+        return _train_word2vec(run, method)
     sub = method == "subword"
     return _train_sgns(run, subword=sub, **({} if sub else _sgns_keys(setting)))
 
@@ -393,6 +399,61 @@ def _train_glove(run: TrainerInputs) -> TrainedVectors:
     )
 
 
+def word2vec_config(cfg: Embeddings, method: str, seed: int) -> Word2VecConfig:
+    """``w2v-<arch>-<loss>``'s settings: ``common`` (as gensim gets them: the
+    window and its weighting, negatives, subsampling, epochs) and ``word2vec``
+    (word2vec.c's starting rate per arch, its floor)."""
+    _, arch, loss = method.split("-")
+    c, w = cfg.common, cfg.word2vec
+    return Word2VecConfig(
+        arch=arch,
+        loss=loss,
+        dim=c.dim,
+        window=c.window,
+        dynamic_window=c.window_weighting == "dynamic",
+        negatives=c.negatives,
+        sample=c.sample,
+        epochs=c.epochs,
+        alpha=w.alpha_sg if arch == "sg" else w.alpha_cbow,
+        min_alpha_ratio=w.min_alpha_ratio,
+        seed=seed,
+    )
+
+
+def _train_word2vec(run: TrainerInputs, method: str) -> TrainedVectors:
+    """word2vec's own loop on the CPU, one thread (its loop is sequential)."""
+    wcfg = word2vec_config(run.cfg, method, run.seed)
+    if run.device.type != "cpu" and run.cfg.common.device != "auto":
+        raise ValueError(
+            f"{method} trains word2vec's loop on the CPU, but "
+            f"embeddings.common.device is {run.cfg.common.device!r}"
+        )
+    W, st = train_word2vec(
+        run.corpus,
+        wcfg,
+        blocks=run.cfg.word2vec.blocks,
+        progress=run.progress,
+        resume=run.resume,
+        on_epoch=run.on_epoch,
+    )
+    return TrainedVectors(
+        Embedding(run.corpus.vocab.words, W),
+        {
+            "seconds": st.seconds,
+            "words_per_second": st.words_per_second,
+            "kept_tokens_per_epoch": st.kept_tokens_per_epoch,
+            "first_loss": st.loss_per_epoch[0],
+            "final_loss": st.loss_per_epoch[-1],
+            "device": "cpu",
+            "blocks": [
+                {"kept_tokens": k, "seconds": round(t, 6)} for k, t in st.blocks
+            ],
+            "config": asdict(wcfg),
+        },
+        st.loss_per_epoch,
+    )
+
+
 def train_gensim(
     corpus: Corpus,
     sentences: list[list[str]],
@@ -401,10 +462,12 @@ def train_gensim(
     seed: int,
     sg: bool = True,
     hs: bool = False,
+    alpha: float | None = None,
 ) -> TrainedVectors:
     """gensim's Word2Vec at ``cfg``'s common settings: skip-gram (``sg``) or CBOW,
-    negative sampling or (``hs``) hierarchical softmax without negatives; rows in
-    ``corpus``'s vocabulary order."""
+    negative sampling or (``hs``) hierarchical softmax without negatives, from
+    the rate ``alpha`` (default ``gensim.alpha``); rows in ``corpus``'s
+    vocabulary order."""
     from gensim.models import Word2Vec
 
     c = cfg.common
@@ -418,7 +481,7 @@ def train_gensim(
         shrink_windows=c.window_weighting == "dynamic",
         min_count=c.min_count,
         workers=c.threads or torch.get_num_threads(),
-        alpha=cfg.gensim.alpha,
+        alpha=cfg.gensim.alpha if alpha is None else alpha,
         min_alpha=cfg.gensim.min_alpha,
         seed=seed,
         max_vocab_size=None,

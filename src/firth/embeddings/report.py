@@ -47,8 +47,11 @@ INTRO = (
     "evaluate_embeddings.restrict words where the vocabulary is larger (else it "
     "is the whole vocabulary, as 'full'); 3CosAdd excludes the three input words, "
     "'3CosAdd incl.' does not; only-b answers the nearest neighbour of b (a "
-    "baseline). A deterministic method whose seeds give identical vectors counts "
-    "as one run. " + MACHINE_NOTE
+    "baseline). w2v-<arch>-<loss> is word2vec.c's own sequential loop "
+    "(firth.embeddings.word2vec, one thread): skip-gram or CBOW with negative "
+    "sampling or the hierarchical softmax over a Huffman tree of the counts, at "
+    "the common settings and word2vec.c's rates. A deterministic method whose "
+    "seeds give identical vectors counts as one run. " + MACHINE_NOTE
 )
 
 
@@ -91,6 +94,8 @@ def embeddings_section(
         sec.tables.append(tuned)
     if ev is not None and (matched := matched_table(ev)):
         sec.tables.append(matched)
+    if ev is not None and (softmax := softmax_table(ev)):
+        sec.tables.append(softmax)
     if any(evals[m].summary.similarity_with_oov for m in methods):
         sec.tables.append(oov_similarity_table(methods, evals))
     top = {m: details[m].top() if m in details else None for m in methods}
@@ -255,6 +260,45 @@ def matched_table(ev: Evidence):
     return (
         "SGNS against PPMI-SVD, matched and each tuned on dev (paired bootstrap, "
         "seeds resampled; similarity: equivalence tests, 90% intervals)",
+        (header, rows),
+    )
+
+
+def softmax_table(ev: Evidence):
+    """word2vec's loop, negative sampling against the hierarchical softmax, for
+    skip-gram and CBOW where both ran: speed (paired over timed blocks) and a
+    non-inferiority test per benchmark (firth.findings.ns_hs_tests)."""
+    from firth.findings import ns_hs_tests, ns_hs_verdict
+
+    rows = []
+    for arch, name in (("sg", "skip-gram"), ("cbow", "CBOW")):
+        try:
+            tests, labels = ns_hs_tests(ev, arch)
+        except NoEvidence:
+            continue
+        for t, lab in zip(tests, labels, strict=True):
+            digits = 4 if t.metric == "Spearman" else 1 if "words/s" in t.metric else 2
+            test = (
+                t.metric
+                if t.kind == "difference"
+                else (f"{t.metric}, not worse by {t.margin:g}")
+            )
+            rows.append([name, lab.split(",")[0], test, *_cells(t, digits)])
+        verdict, quality = ns_hs_verdict(tests)
+        rows.append(
+            [name, "the claim", "faster, and not worse on most benchmarks"]
+            + ["", "", "", "", "", f"{verdict} (benchmarks: {quality})"]
+        )
+    if not rows:
+        return None
+    header = ["arch", "measure", "test", "negative sampling", "hierarchical softmax"]
+    header += ["difference [interval]", "items", "seeds", "verdict"]
+    return (
+        "Negative sampling against the hierarchical softmax, both in word2vec's own "
+        "loop (w2v-<arch>-ns, w2v-<arch>-hs: the same corpus, window, subsampling, "
+        "epochs and rate; one thread). Speed in thousands of kept (subsampled) "
+        "tokens per second, paired over the timed blocks of each epoch; quality as "
+        "non-inferiority tests (95% intervals; seeds resampled)",
         (header, rows),
     )
 

@@ -9,6 +9,7 @@ from typing import Annotated, Generic, Literal, TypeVar
 
 from pydantic import Field
 
+from firth.embeddings.config import WORD2VEC_METHODS
 from firth.results import Record, Spread, spread_tree, tracked, tracking
 
 N = TypeVar("N")  # float | None for one seed, Spread for the summary
@@ -201,8 +202,26 @@ class GensimTrain(_Train):
     workers: int
 
 
+class Block(Record):
+    """One timed run of sentences of an epoch of word2vec's loop."""
+
+    kept_tokens: int
+    seconds: float
+
+
+class Word2VecTrain(_Iterative):
+    """word2vec's own loop (w2v-<arch>-<loss>); ``blocks``: each epoch's runs of
+    sentences, timed (firth.embeddings.word2vec), what the speed test of
+    firth.findings resamples; seconds count training only."""
+
+    method: Literal["w2v-sg-ns", "w2v-sg-hs", "w2v-cbow-ns", "w2v-cbow-hs"]
+    first_loss: float
+    kept_tokens_per_epoch: float
+    blocks: list[Block]
+
+
 EmbeddingTrain = Annotated[
-    SgnsTrain | SubwordTrain | GloveTrain | PpmiSvdTrain | GensimTrain,
+    SgnsTrain | SubwordTrain | GloveTrain | PpmiSvdTrain | GensimTrain | Word2VecTrain,
     Field(discriminator="method"),
 ]
 # each method's own record (the union's members by their ``method``)
@@ -212,6 +231,7 @@ TRAIN_OF = {
     "glove": GloveTrain,
     "ppmi-svd": PpmiSvdTrain,
     "gensim": GensimTrain,
+    **{m: Word2VecTrain for m in WORD2VEC_METHODS},
 }
 
 

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 
 import numba
 import numpy as np
+import torch
+from tqdm import tqdm
 
 from firth.embeddings.corpus import Corpus
 from firth.embeddings.sgns import alias_table, keep_probabilities, noise_distribution
@@ -48,6 +50,7 @@ class Word2VecConfig:
     loss: str = "ns"  # ns (negative sampling) | hs (hierarchical softmax)
     dim: int = 100
     window: int = 5
+    dynamic_window: bool = True  # b ~ U{1..window} per centre; False: b = window
     negatives: int = 5
     cds: float = 0.75
     sample: float = 1e-4
@@ -169,14 +172,14 @@ def _outputs(
 @numba.njit(cache=True)
 def train_epoch(
     ids, bounds, W, C, Cn, codes, points, lengths, prob, alias,
-    sg, hs, window, K, alpha0, alpha_min, done0, total, seed,
+    sg, hs, window, K, alpha0, alpha_min, done0, total, state, dynamic=True,
 ):  # fmt: skip
-    """One epoch over the kept tokens ``ids`` with sentence ``bounds`` (start
-    offsets, last = len(ids)); the rate falls linearly from alpha0 over ``total``
-    planned tokens, ``done0`` already trained. Returns (summed loss, outputs)."""
+    """One pass over the kept tokens ``ids`` with sentence ``bounds`` (start
+    offsets, last = len(ids)): an epoch, or a block of one (the generator
+    ``state``, a (1,) uint64 array, carries on from block to block); the rate
+    falls linearly from alpha0 over ``total`` planned tokens, ``done0`` already
+    trained. Returns (summed loss, outputs)."""
     d = W.shape[1]
-    state = np.empty(1, dtype=np.uint64)
-    state[0] = np.uint64(seed)
     h = np.zeros(d)
     grad = np.zeros(d)
     loss, outputs = 0.0, 0
@@ -187,7 +190,9 @@ def train_epoch(
             alpha = max(alpha_min, alpha0 * (1.0 - done / (total + 1.0)))
             done += 1
             w = ids[pos]
-            b = np.int64(_rand(state) % np.uint64(window)) + 1
+            b = np.int64(_rand(state) % np.uint64(window)) + 1  # drawn either way
+            if not dynamic:
+                b = window
             a0, a1 = max(lo, pos - b), min(hi, pos + b + 1)
             if sg:
                 for c in range(a0, a1):
@@ -234,12 +239,38 @@ class Word2VecStats:
     seconds: float
     words_per_second: float  # corpus tokens (before subsampling) per second
     loss_per_epoch: list[float]  # mean -log p per output (pair or window)
+    # per block of ``blocks`` consecutive sentences of an epoch: (kept tokens,
+    # seconds); the same kept tokens for every arch and loss at one seed, so two
+    # models' blocks pair up (the speed test of firth.findings)
+    blocks: list[tuple[int, float]]
+    kept_tokens_per_epoch: float
+
+
+def _blocks(bounds: np.ndarray, n: int) -> list[tuple[int, int]]:
+    """At most ``n`` runs of whole sentences (index pairs into ``bounds``), each
+    cut at the sentence boundary nearest an equal share of the tokens."""
+    s = len(bounds) - 1
+    if s <= 0:
+        return []
+    targets = bounds[0] + (bounds[-1] - bounds[0]) * np.arange(1, n) / n
+    inner = np.searchsorted(bounds, targets)
+    cuts = np.unique(np.r_[0, np.clip(inner, 0, s), s]).astype(np.int64)
+    return list(zip(cuts[:-1], cuts[1:], strict=True))
 
 
 def train_word2vec(
-    corpus: Corpus, cfg: Word2VecConfig
+    corpus: Corpus,
+    cfg: Word2VecConfig,
+    *,
+    blocks: int = 20,
+    progress: bool = False,
+    resume: dict | None = None,
+    on_epoch=None,
 ) -> tuple[np.ndarray, Word2VecStats]:
-    """The input vectors W (V, d) after ``cfg.epochs`` epochs, and statistics."""
+    """The input vectors W (V, d) after ``cfg.epochs`` epochs, and statistics.
+    Each epoch is trained (and timed) in ``blocks`` runs of sentences; with
+    ``resume`` (a state ``on_epoch`` was given after an epoch) training goes on
+    from that epoch, to the same vectors as an unbroken run."""
     if cfg.arch not in ("sg", "cbow") or cfg.loss not in ("ns", "hs"):
         raise ValueError(f"arch {cfg.arch!r} (sg | cbow), loss {cfg.loss!r} (ns | hs)")
     counts = corpus.vocab.counts
@@ -252,21 +283,52 @@ def train_word2vec(
     prob, alias = alias_table(noise_distribution(counts, cfg.cds))
     keep = keep_probabilities(counts, cfg.sample)
     total = float(keep[corpus.ids].sum()) * cfg.epochs  # expected kept tokens
-    done, losses = 0, []
-    t0 = time.perf_counter()
-    for epoch in range(cfg.epochs):
+    done, losses, timed, kept, first = 0, [], [], [], 0
+    if resume is not None:
+        W, C, Cn = (np.asarray(resume[k], dtype=np.float64) for k in ("W", "C", "Cn"))
+        rng.bit_generator.state = resume["rng"]
+        done, losses = int(resume["done"]), list(resume["losses"])
+        timed, kept = [tuple(b) for b in resume["blocks"]], list(resume["kept"])
+        first = len(losses)
+        log.info("word2vec: resuming after epoch %d", first)
+    # compile (or load numba's cache) before anything is timed: an empty pass
+    empty = np.zeros(2, dtype=np.int64)
+    train_epoch(
+        corpus.ids[:0], empty, W, C, Cn, tree.codes, tree.points, tree.lengths,
+        prob, alias.astype(np.int64), cfg.arch == "sg", cfg.loss == "hs",
+        cfg.window, cfg.negatives, cfg.alpha, cfg.alpha, 0, 1.0,
+        np.zeros(1, dtype=np.uint64), cfg.dynamic_window,
+    )  # fmt: skip
+    bar = tqdm(
+        total=cfg.epochs * blocks,
+        initial=first * blocks,
+        desc=f"word2vec {cfg.arch}-{cfg.loss}",
+        disable=not progress,
+        leave=False,
+    )
+    for epoch in range(first, cfg.epochs):
         drawn = rng.random(corpus.n_tokens) < keep[corpus.ids]
         ids = corpus.ids[drawn]
         sent = corpus.sentence[drawn]
         starts = np.flatnonzero(np.r_[True, sent[1:] != sent[:-1]]) if len(ids) else []
         bounds = np.r_[starts, len(ids)].astype(np.int64)
-        loss, n = train_epoch(
-            ids, bounds, W, C, Cn, tree.codes, tree.points, tree.lengths,
-            prob, alias.astype(np.int64), cfg.arch == "sg", cfg.loss == "hs",
-            cfg.window, cfg.negatives, cfg.alpha, cfg.alpha * cfg.min_alpha_ratio,
-            done, total, cfg.seed * 1_000_003 + epoch,
-        )  # fmt: skip
-        done += len(ids)
+        state = np.array([cfg.seed * 1_000_003 + epoch], dtype=np.uint64)
+        loss, n = 0.0, 0
+        for lo, hi in _blocks(bounds, blocks):
+            t0 = time.perf_counter()
+            part_loss, part_n = train_epoch(
+                ids, bounds[lo : hi + 1], W, C, Cn, tree.codes, tree.points,
+                tree.lengths, prob, alias.astype(np.int64), cfg.arch == "sg",
+                cfg.loss == "hs", cfg.window, cfg.negatives, cfg.alpha,
+                cfg.alpha * cfg.min_alpha_ratio, done, total, state,
+                cfg.dynamic_window,
+            )  # fmt: skip
+            tokens = int(bounds[hi] - bounds[lo])
+            timed.append((tokens, time.perf_counter() - t0))
+            done += tokens
+            loss, n = loss + part_loss, n + part_n
+            bar.update()
+        kept.append(len(ids))
         losses.append(loss / max(n, 1))
         log.info(
             "word2vec %s-%s epoch %d: loss %.4f",
@@ -275,8 +337,26 @@ def train_word2vec(
             epoch + 1,
             losses[-1],
         )
-    seconds = time.perf_counter() - t0
+        if on_epoch is not None:
+            on_epoch(
+                {
+                    "W": torch.from_numpy(W),
+                    "C": torch.from_numpy(C),
+                    "Cn": torch.from_numpy(Cn),
+                    "rng": rng.bit_generator.state,
+                    "done": done,
+                    "losses": losses,
+                    "blocks": [list(b) for b in timed],
+                    "kept": kept,
+                }
+            )
+    bar.close()
+    seconds = sum(t for _, t in timed)
     stats = Word2VecStats(
-        seconds, corpus.vocab.total_tokens * cfg.epochs / seconds, losses
+        seconds,
+        corpus.vocab.total_tokens * cfg.epochs / max(seconds, 1e-9),
+        losses,
+        timed,
+        float(np.mean(kept)) if kept else 0.0,
     )
     return W.astype(np.float32), stats

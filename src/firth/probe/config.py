@@ -15,6 +15,7 @@ class Probe(ParamSection):
     probes: list[Literal["linear", "mlp"]] = Field(min_length=1)
     hidden: int = Field(ge=1)
     epochs: int = Field(ge=1)
+    batch: int = Field(ge=0)
     lr: float = Field(gt=0)
     l2: float = Field(ge=0)
     seeds: list[int] = Field(min_length=1)

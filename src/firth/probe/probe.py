@@ -10,9 +10,10 @@ probe can only score on it by memorising word identity. Selectivity is task
 accuracy minus control accuracy on the test tokens: how much of the accuracy the
 representation, not the probe, explains.
 
-Training: full-batch Adam with weight decay ``l2`` on the training tokens, the
-epoch kept by the validation tokens' accuracy (never the test's), each probe
-seeded. Features are standardised with the training tokens' mean and deviation.
+Training: Adam with weight decay ``l2`` on shuffled mini-batches of ``batch``
+training tokens (0: the full batch, one step per epoch), the epoch kept by the
+validation tokens' accuracy (never the test's), each probe seeded. Features
+are standardised with the training tokens' mean and deviation.
 """
 
 from __future__ import annotations
@@ -79,6 +80,7 @@ def train_probe(
     lr: float,
     l2: float,
     seed: int,
+    batch: int = 0,
 ) -> ProbeResult:
     """Fit one probe; its test correctness at the epoch of best valid accuracy."""
     mean, std = x_train.mean(0), x_train.std(0).clamp_min(1e-6)
@@ -86,12 +88,19 @@ def train_probe(
     torch.manual_seed(seed)
     probe = make_probe(kind, x_train.shape[1], classes, hidden)
     opt = torch.optim.Adam(probe.parameters(), lr=lr, weight_decay=l2)
+    order = torch.Generator().manual_seed(seed)
+    n = len(y_train)
+    size = batch if 0 < batch < n else n
     best, best_state, best_epoch = -1.0, None, 0
     for epoch in range(1, epochs + 1):
         probe.train()
-        opt.zero_grad()
-        nn.functional.cross_entropy(probe(xs[0]), y_train).backward()
-        opt.step()
+        perm = torch.randperm(n, generator=order) if size < n else None
+        for start in range(0, n, size):
+            idx = perm[start : start + size] if perm is not None else slice(None)
+            opt.zero_grad()
+            loss = nn.functional.cross_entropy(probe(xs[0][idx]), y_train[idx])
+            loss.backward()
+            opt.step()
         probe.eval()
         with torch.no_grad():
             acc = float((probe(xs[1]).argmax(1) == y_valid).float().mean())

@@ -74,9 +74,12 @@ def lm_layers(model: LanguageModel, ids: list[int]) -> list[torch.Tensor]:
     return [t[0, 1:].float() for t in layers]  # drop the </s> position
 
 
-def vector_layer(emb: Embedding, words: list[str]) -> torch.Tensor:
-    """(T, d): each word's vector (as written, else lowercased, else zeros)."""
-    index = emb.index()
+def vector_layer(
+    emb: Embedding, words: list[str], index: dict[str, int] | None = None
+) -> torch.Tensor:
+    """(T, d): each word's vector (as written, else lowercased, else zeros);
+    ``index``: ``emb.index()``, built once by a caller with many sentences."""
+    index = emb.index() if index is None else index
     rows = np.zeros((len(words), emb.dim), dtype=np.float32)
     for t, w in enumerate(words):
         i = index.get(w, index.get(w.lower()))

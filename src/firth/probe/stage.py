@@ -79,7 +79,7 @@ def _probe_all(
             res[c] = train_probe(
                 x["train"], t["train"], x["valid"], t["valid"], x["test"], t["test"],
                 kind=kind, classes=len(labels), hidden=cfg.hidden,
-                epochs=cfg.epochs, lr=cfg.lr, l2=cfg.l2, seed=ps,
+                epochs=cfg.epochs, lr=cfg.lr, l2=cfg.l2, seed=ps, batch=cfg.batch,
             )  # fmt: skip
         acc = {c: 100 * float(res[c].correct.mean()) for c in res}
         rows.append(
@@ -156,7 +156,7 @@ def probe_vectors(
         index = emb.index()
         feats = {
             "trained": {
-                s: [torch.cat([vector_layer(emb, x) for x in data[s][0]])]
+                s: [torch.cat([vector_layer(emb, x, index) for x in data[s][0]])]
                 for s in SPLITS
             }
         }

@@ -6,16 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from firth.bias.debias import gender_direction, hard_debias, unit_rows
+from firth.bias.debias import debiased_space
 from firth.bias.weat import weat
-from firth.bias.wordlists import (
-    DEFINITIONAL_PAIRS,
-    EQUALIZE_PAIRS,
-    GENDER_SPECIFIC,
-    WEAT,
-    WeatTest,
-    WordSet,
-)
+from firth.bias.wordlists import WEAT, WeatTest, WordSet
 from firth.embeddings.vectors import load_word2vec
 from firth.errors import ConfigError
 
@@ -41,12 +34,8 @@ def run_weat(
 ) -> list[dict]:
     """Each test on the vectors of ``folder`` as trained and hard-debiased."""
     emb = load_word2vec(folder / "vectors.txt")
-    index = emb.index()
-    unit = unit_rows(emb.matrix)
-    g = gender_direction(unit, index, DEFINITIONAL_PAIRS).vector
-    debiased, _ = hard_debias(
-        unit, emb.words, g, specific=GENDER_SPECIFIC, equalise_pairs=EQUALIZE_PAIRS
-    )
+    space = debiased_space(emb.words, emb.matrix)
+    unit, debiased, index = space.unit, space.debiased, space.index
     rows = []
     for t in tests:
         kw = dict(min_words=min_words, permutations=permutations, seed=seed)
