@@ -82,7 +82,10 @@ def rule_text(rule: Rule) -> str:
         "items decide it (the row then says how many items its effect would need). "
         "A claim that two systems are close is an equivalence test (two one-sided "
         f"tests): it holds when the {eq} interval lies inside the stated margin and "
-        "does not hold when it lies entirely outside. Runs of a deterministic "
+        "does not hold when it lies entirely outside. A claim that a system is at "
+        f"least as good as another is a non-inferiority test: it holds when the {pct} "
+        "interval of the difference lies above minus the stated margin and does not "
+        "hold when it lies entirely below it. Runs of a deterministic "
         "method with identical outputs count as one seed. Settings and 'best' runs "
         "are chosen on validation data or as seed means, never on test scores."
     )
