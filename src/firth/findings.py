@@ -236,7 +236,8 @@ def sampling_beats_hierarchy(ev: Evidence) -> Finding:
         "timed in the DAG beside whatever stage shares the machine. Speed: a paired "
         "bootstrap over the blocks of each epoch (the same kept tokens for both). "
         "Quality: non-inferiority tests (Spearman margin "
-        f"{ev.margin:g}, accuracy margin {ev.accuracy_margin:g} points); the claim "
+        f"{ev.margin:g}, accuracy margin {ev.accuracy_margin:g} percentage point(s)); "
+        "the claim "
         f"needs the speed test and most benchmarks ({quality} here)."
     )
     return _finding(key, claim, src, tests, labels, where, note, verdict=verdict)
