@@ -213,6 +213,18 @@ def main(argv=None) -> None:
                 for key in ("words_per_second", *QUALITY)
             }
         result["ratio_to_gensim"] = ratios
+        # a merged run keeps the ratios it could not recompute within one command
+        earlier = {
+            m: r
+            for m, r in old.get("ratio_to_gensim", {}).items()
+            if m not in ratios and m in summary
+        }
+        if earlier:
+            result["ratio_to_gensim_earlier"] = {"command": old["command"]} | earlier
+        if "sgns" not in ratios and "targets" in old:
+            result["targets"] = {"command": old["command"]} | {
+                k: v for k, v in old["targets"].items() if k != "command"
+            }
         if "sgns" in ratios:
             r = ratios["sgns"]
             result["targets"] = {

@@ -417,7 +417,15 @@ def benchmark_table(
 ) -> tuple[str, Table]:
     """benchmarks/results/embeddings.json's rows, with a caption saying whether
     they come from this run's corpus (its sha256 against the models')."""
-    summary, ratios = bench["summary"], bench.get("ratio_to_gensim", {})
+    summary = bench["summary"]
+    # each row's ratio: to gensim's skip-gram measured by the same command (a
+    # merged file keeps earlier ones), word2vec's loop to gensim's same variant
+    ratios = {
+        **{k: v for k, v in bench.get("ratio_to_gensim_earlier", {}).items()
+           if k != "command"},
+        **bench.get("ratio_to_gensim", {}),
+        **bench.get("ratio_to_gensim_variant", {}),
+    }  # fmt: skip
     rows = []
     for m, e in summary.items():
         r = ratios.get(m, {})
@@ -462,10 +470,12 @@ def benchmark_table(
             + "; its rows are not the models above"
         )
     )
+    merged = "".join(f" and `{c}`" for c in bench.get("merged_from", []))
     caption = (
-        f"Benchmark: `{bench['command']}` ({bench['machine']['cpus']} CPUs, "
-        f"{where}; mean ± sd over seeds; ratios to gensim; each method at its "
-        "reference setting, not tuned)"
+        f"Benchmark: `{bench['command']}`{merged} ({bench['machine']['cpus']} CPUs, "
+        f"{where}; mean ± sd over seeds; ratios to gensim's skip-gram of the same "
+        "command, w2v-* to gensim's same variant; each method at its reference "
+        "setting, not tuned)"
     )
     return (
         caption,
