@@ -116,19 +116,19 @@ def hs_log_prob(h: np.ndarray, C: np.ndarray, tree: Tree, w: int) -> float:
     return float(-np.logaddexp(0.0, -sign * z).sum())
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, fastmath=True)
 def _rand(state):
     """word2vec.c's generator: next = next * 25214903917 + 11 (mod 2^64)."""
     state[0] = state[0] * np.uint64(25214903917) + np.uint64(11)
     return state[0]
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, fastmath=True)
 def _unit(state):
     return ((_rand(state) >> np.uint64(16)) & np.uint64(0xFFFF)) / 65536.0
 
 
-@numba.njit(cache=True, fastmath=False)
+@numba.njit(cache=True, fastmath=True)
 def _output(h, grad, C, target, label, alpha, d):
     """One logistic output unit: f = s(u . h); g = (label - f) alpha; accumulate
     the input gradient and update u; returns -log p(label)."""
@@ -149,7 +149,7 @@ def _output(h, grad, C, target, label, alpha, d):
     return -np.log(max(p, 1e-12))
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, fastmath=True)
 def _outputs(
     h, grad, C, Cn, word, hs, codes, points, lengths, K, prob, alias, state, alpha, d
 ):
@@ -169,7 +169,7 @@ def _outputs(
     return loss
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, fastmath=True)
 def train_epoch(
     ids, bounds, W, C, Cn, codes, points, lengths, prob, alias,
     sg, hs, window, K, alpha0, alpha_min, done0, total, state, dynamic=True,
