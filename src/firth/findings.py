@@ -55,6 +55,7 @@ from firth.inference import (
     INCONCLUSIVE,
     Test,
     combine,
+    combine_verdicts,
     compare,
     equivalent,
     groups,
@@ -211,10 +212,7 @@ def ns_hs_verdict(tests: list[Test]) -> tuple[str, str]:
     """The claim's verdict (the speed test and most benchmarks) and the
     benchmarks' majority verdict alone."""
     quality = majority(tests[1:])
-    verdicts = {tests[0].verdict, quality}
-    if FAILS in verdicts:
-        return FAILS, quality
-    return (HOLDS if verdicts == {HOLDS} else INCONCLUSIVE), quality
+    return combine_verdicts([tests[0].verdict, quality]), quality
 
 
 def sampling_beats_hierarchy(ev: Evidence) -> Finding:

@@ -557,7 +557,11 @@ def majority(tests: Sequence[Test]) -> str:
 def combine(tests: Sequence[Test]) -> str:
     """The verdict of a claim made of several tests that must all hold: holds if
     every one holds, does not hold if any does not, inconclusive otherwise."""
-    verdicts = [t.verdict for t in tests]
+    return combine_verdicts([t.verdict for t in tests])
+
+
+def combine_verdicts(verdicts: Sequence[str]) -> str:
+    """:func:`combine` over verdicts already drawn (a test's, a majority's)."""
     if not verdicts:
         return INCONCLUSIVE
     if FAILS in verdicts:

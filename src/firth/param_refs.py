@@ -34,17 +34,21 @@ def check_references(path: str | Path = "params.yaml") -> None:
     def bad(key: str, entry: str, why: str) -> ConfigError:
         return ConfigError(f"{path}: key '{key}' lists {entry!r}: {why}")
 
-    for run in probe.lm_runs:
-        if run not in lm.runs:
-            raise bad("probe.lm_runs", run, f"not a run of lm.runs ({_names(lm.runs)})")
-        family = lm.runs[run].family
-        if family not in PROBED_FAMILIES:
-            raise bad(
-                "probe.lm_runs",
-                run,
-                f"a {family} model has no layers of states to probe "
-                f"(probe {', '.join(PROBED_FAMILIES)} runs)",
-            )
+    # a list naming runs of another section, and the kinds of run it can use
+    for key, names, section, runs, kind, allowed, lacks in (
+        ("probe.lm_runs", probe.lm_runs, "lm.runs", lm.runs, "family",
+         PROBED_FAMILIES, "has no layers of states to probe"),
+        ("evaluate_attention.runs", attention.runs, "nmt.runs", nmt.runs, "model",
+         ATTENTION_MODELS, "has no attention"),
+    ):  # fmt: skip
+        for run in names:
+            if run not in runs:
+                raise bad(key, run, f"not a run of {section} ({_names(runs)})")
+            value = getattr(runs[run], kind)
+            if value not in allowed:
+                raise bad(
+                    key, run, f"its {kind} {value!r} {lacks} (use {', '.join(allowed)})"
+                )
     if probe.lm_runs and lm.common.unit != "word":
         raise ConfigError(
             f"{path}: key 'probe.lm_runs' needs word-level LMs, but lm.common.unit "
@@ -59,21 +63,6 @@ def check_references(path: str | Path = "params.yaml") -> None:
                 raise bad(
                     key, m, f"not an embedding method ({', '.join(EMBEDDING_METHODS)})"
                 )
-    for run in attention.runs:
-        if run not in nmt.runs:
-            raise bad(
-                "evaluate_attention.runs",
-                run,
-                f"not a run of nmt.runs ({_names(nmt.runs)})",
-            )
-        model = nmt.runs[run].model
-        if model not in ATTENTION_MODELS:
-            raise bad(
-                "evaluate_attention.runs",
-                run,
-                f"its model {model!r} has no attention "
-                f"(attention models: {', '.join(ATTENTION_MODELS)})",
-            )
 
 
 def _names(runs: dict) -> str:
