@@ -56,7 +56,7 @@ def main() -> None:
         huffman = mods["plain"].huffman
         tree = huffman(counts) if loss == "hs" else huffman(np.array([1, 1]))
         prob, alias = alias_table(noise_distribution(counts, 0.75))
-        keep = keep_probabilities(counts, 1e-4)
+        keep = keep_probabilities(counts, 1e-4, "paper")  # as it was measured
         drawn = np.random.default_rng(1).random(corpus.n_tokens) < keep[corpus.ids]
         ids, sent = corpus.ids[drawn], corpus.sentence[drawn]
         starts = np.flatnonzero(np.r_[True, sent[1:] != sent[:-1]])

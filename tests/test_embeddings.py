@@ -58,12 +58,45 @@ def test_first_sgns_loss_is_k_plus_one_ln2(lee_corpus):
 
 def test_subsampling_keeps_ten_percent_of_a_word_at_frequency_1e_2():
     counts = np.array([1, 99])  # frequencies 0.01 and 0.99
-    keep = keep_probabilities(counts, 1e-4)
+    keep = keep_probabilities(counts, 1e-4, "paper")
     assert keep[0] == pytest.approx(0.1)
     assert keep[1] == pytest.approx(math.sqrt(1e-4 / 0.99))
-    rare = keep_probabilities(np.array([1, 10**6]), 1e-4)
+    rare = keep_probabilities(np.array([1, 10**6]), 1e-4, "paper")
     assert rare[0] == 1.0  # min(1, ...)
-    assert keep_probabilities(counts, 0.0).tolist() == [1.0, 1.0]
+    assert keep_probabilities(counts, 0.0, "paper").tolist() == [1.0, 1.0]
+
+
+def test_word2vec_rule_keeps_eleven_percent_at_frequency_1e_2():
+    # word2vec.c: ran = (sqrt(cn / (t * train_words)) + 1) * (t * train_words) / cn
+    counts = np.array([1, 99, 300])  # frequencies 0.0025, 0.2475, 0.75
+    keep = keep_probabilities(counts, 2.5e-5, "word2vec")
+    assert keep[0] == pytest.approx((10 + 1) * 0.01)  # f = 100 t
+    t = 2.5e-5
+    for k, c in zip(keep[1:], counts[1:], strict=True):
+        f = c / 400
+        assert k == pytest.approx((math.sqrt(f / t) + 1) * t / f)
+    # it keeps more than the paper's rule, and all of a word up to f = 2.618 t
+    assert (keep > keep_probabilities(counts, 2.5e-5, "paper")).all()
+    golden = (1 + math.sqrt(5)) / 2 + 1  # (sqrt(x) + 1) / x = 1 at x = 2.618...
+    edge = keep_probabilities(np.array([golden * 1e-4 * 1e6, 1e6]), 1e-4, "word2vec")
+    assert edge[0] == pytest.approx(1.0, rel=1e-3)
+    with pytest.raises(ValueError, match="sample rule"):
+        keep_probabilities(counts, 1e-4, "gensim")
+
+
+def test_word2vec_rule_matches_gensims_kept_share():
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(40)]
+    p = 1.0 / np.arange(1, 41)
+    sentences = [list(rng.choice(words, size=30, p=p / p.sum())) for _ in range(200)]
+    model = Word2Vec(sample=1e-3, min_count=1, vector_size=4)
+    model.build_vocab(sentences)
+    vocab = model.wv.index_to_key
+    counts = np.array([model.wv.get_vecattr(w, "count") for w in vocab])
+    theirs = np.array([model.wv.get_vecattr(w, "sample_int") for w in vocab]) / 2**32
+    ours = keep_probabilities(counts, 1e-3, "word2vec")
+    assert ours == pytest.approx(theirs, abs=1e-9)
+    assert (ours < 1).sum() >= 5  # the rule bites on this corpus
 
 
 def test_alias_table_samples_the_noise_distribution():

@@ -20,6 +20,7 @@ class EmbeddingsCommon(ParamSection):
     window_weighting: Literal["dynamic", "uniform"]
     negatives: int = Field(ge=1)
     sample: float = Field(ge=0)
+    sample_rule: Literal["word2vec", "paper"]
     epochs: int = Field(ge=1)
     threads: int = Field(ge=0)
     device: Literal["auto", "cpu", "cuda"]

@@ -95,6 +95,7 @@ def sgns_config(
         negatives=negatives or c.negatives,
         cds=cds,
         sample=c.sample,
+        sample_rule=c.sample_rule,
         epochs=c.epochs,
         lr=lr,
         optimizer=cfg.sgns.optimizer,
@@ -321,13 +322,13 @@ def _train_sgns(
     return out
 
 
-def subsampled(corpus: Corpus, sample: float, seed: int) -> Corpus:
-    """The corpus with each occurrence kept with probability min(1, sqrt(t/f))
-    (SGNS's subsampling, drawn once with ``seed``), before any window is taken:
+def subsampled(corpus: Corpus, sample: float, rule: str, seed: int) -> Corpus:
+    """The corpus with each occurrence kept as SGNS keeps it (``rule``:
+    sgns.keep_probabilities; drawn once with ``seed``), before any window is taken:
     Levy, Goldberg and Dagan's 'dirty' subsampling, which SGNS does too."""
     if sample <= 0:
         return corpus
-    keep = keep_probabilities(corpus.vocab.counts, sample)
+    keep = keep_probabilities(corpus.vocab.counts, sample, rule)
     mask = np.random.default_rng(seed).random(len(corpus.ids)) < keep[corpus.ids]
     return Corpus(corpus.vocab, corpus.ids[mask], corpus.sentence[mask])
 
@@ -337,7 +338,7 @@ def _ppmi_svd_grid(run: TrainerInputs, settings: list[dict]):
     subsampling), then one shifted, smoothed PPMI matrix and SVD per (negatives,
     cds) of the grid, and the eig and w+c variants of each."""
     corpus, c = run.corpus, run.cfg.common
-    kept = subsampled(corpus, c.sample, run.seed)
+    kept = subsampled(corpus, c.sample, c.sample_rule, run.seed)
     X = cooccurrence(
         kept, window=c.window, weighting=c.window_weighting, progress=run.progress
     )
@@ -413,6 +414,7 @@ def word2vec_config(cfg: Embeddings, method: str, seed: int) -> Word2VecConfig:
         dynamic_window=c.window_weighting == "dynamic",
         negatives=c.negatives,
         sample=c.sample,
+        sample_rule=c.sample_rule,
         epochs=c.epochs,
         alpha=w.alpha_sg if arch == "sg" else w.alpha_cbow,
         min_alpha_ratio=w.min_alpha_ratio,
@@ -471,6 +473,12 @@ def train_gensim(
     from gensim.models import Word2Vec
 
     c = cfg.common
+    if c.sample and c.sample_rule != "word2vec":
+        log.warning(
+            "gensim subsamples by word2vec.c's rule, not embeddings.common.sample_rule "
+            "%r: its vectors are not trained at matched settings",
+            c.sample_rule,
+        )
     model = Word2Vec(
         vector_size=c.dim,
         window=c.window,

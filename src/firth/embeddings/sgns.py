@@ -6,9 +6,10 @@ Conventions
 - ``C`` (V, d): context ("output") vectors u, initialised to zero.
 - Noise distribution q(w) = count(w)^0.75 / sum, K negatives per (centre, context)
   pair; the per-pair loss is  -log s(u_o.v_c) - sum_k log s(-u_k.v_c)  (s = sigmoid).
-- Frequent-word subsampling keeps each occurrence with probability
-  min(1, sqrt(t / f(w))) (the paper's formula; gensim and word2vec.c use
-  (sqrt(f/t) + 1) t/f, which keeps slightly more).
+- Frequent-word subsampling keeps each occurrence of a word of relative frequency
+  f with probability min(1, (sqrt(f/t) + 1) t/f) (``sample_rule="word2vec"``: the
+  rule of word2vec.c, gensim and fastText) or min(1, sqrt(t/f)) (``"paper"``: Mikolov
+  et al. 2013b's equation 5, which keeps fewer mid-frequency words).
 - For every kept position a window b is drawn uniformly from 1..m and the pairs
   (centre, context) are taken for every context within b on both sides, inside the
   same sentence. Expected pairs per position, far from sentence ends: m + 1.
@@ -75,6 +76,7 @@ class SGNSConfig:
     negatives: int = 5  # K
     cds: float = 0.75  # noise distribution unigram^cds (context smoothing)
     sample: float = 1e-4  # t; 0 = no subsampling
+    sample_rule: str = "word2vec"  # word2vec | paper (keep_probabilities)
     epochs: int = 5
     lr: float = 0.2  # initial rate, decays linearly to lr * min_lr_ratio
     min_lr_ratio: float = 1e-4
@@ -97,13 +99,23 @@ class TrainStats:
     first_loss: float = float("nan")  # mean per-pair loss of the first step
 
 
-def keep_probabilities(counts: np.ndarray, sample: float) -> np.ndarray:
-    """min(1, sqrt(t / f(w))) with f the relative frequency; 1 when t = 0."""
+SAMPLE_RULES = ("word2vec", "paper")
+
+
+def keep_probabilities(counts: np.ndarray, sample: float, rule: str) -> np.ndarray:
+    """The probability of keeping an occurrence of each word, f its relative
+    frequency and t = ``sample``: min(1, (sqrt(f/t) + 1) t/f) under word2vec.c's
+    rule (gensim's and fastText's too), min(1, sqrt(t/f)) under the paper's
+    (Mikolov et al. 2013b, eq. 5); 1 when t = 0."""
+    if rule not in SAMPLE_RULES:
+        raise ValueError(f"sample rule {rule!r}: expected one of {SAMPLE_RULES}")
     counts = np.asarray(counts, dtype=np.float64)
     if sample <= 0:
         return np.ones_like(counts)
     freq = counts / counts.sum()
-    return np.minimum(1.0, np.sqrt(sample / freq))
+    if rule == "paper":
+        return np.minimum(1.0, np.sqrt(sample / freq))
+    return np.minimum(1.0, (np.sqrt(freq / sample) + 1.0) * sample / freq)
 
 
 def noise_distribution(counts: np.ndarray, power: float = 0.75) -> np.ndarray:
@@ -461,7 +473,8 @@ class Sampling:
 
     @classmethod
     def of(cls, corpus: Corpus, cfg: SGNSConfig, device: torch.device) -> Sampling:
-        keep = torch.from_numpy(keep_probabilities(corpus.vocab.counts, cfg.sample))
+        counts = corpus.vocab.counts
+        keep = torch.from_numpy(keep_probabilities(counts, cfg.sample, cfg.sample_rule))
         prob, alias = alias_table(noise_distribution(corpus.vocab.counts, cfg.cds))
         return cls(
             ids=torch.from_numpy(corpus.ids).to(device),

@@ -18,10 +18,12 @@ Conventions (word2vec.c's)
   ``huffman``); a word is its path of inner nodes n_1..n_L with code bits b_j, and
   p(w | h) = prod_j s((1 - 2 b_j) u_{n_j} . h), normalised over the vocabulary by
   construction (tests/test_word2vec.py sums it by brute force).
-- Subsampling keeps an occurrence with probability min(1, sqrt(t / f(w))), as
-  firth.embeddings.sgns does (drawn once per epoch, from the seed).
+- Subsampling keeps an occurrence as firth.embeddings.sgns does (its
+  ``sample_rule``; drawn once per epoch, from the seed).
 - Random numbers: word2vec.c's linear congruential generator, seeded per epoch,
-  so a seed gives the same vectors on any machine (one thread).
+  so a seed gives the same vectors on any machine (one thread). A negative's
+  candidate is its state shifted right 16 bits, modulo V, as word2vec.c indexes
+  its table: the low bits of such a generator have short periods.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ class Word2VecConfig:
     negatives: int = 5
     cds: float = 0.75
     sample: float = 1e-4
+    sample_rule: str = "word2vec"  # word2vec | paper (sgns.keep_probabilities)
     epochs: int = 5
     alpha: float = 0.025  # word2vec.c: 0.025 for skip-gram, 0.05 for CBOW
     min_alpha_ratio: float = 1e-4
@@ -161,7 +164,7 @@ def _outputs(
         loss += _output(h, grad, Cn, word, 1.0, alpha, d)
         V = prob.shape[0]
         for _ in range(K):
-            i = np.int64(_rand(state) % np.uint64(V))
+            i = np.int64((_rand(state) >> np.uint64(16)) % np.uint64(V))
             noise = i if _unit(state) < prob[i] else alias[i]
             if noise == word:
                 continue
@@ -281,7 +284,7 @@ def train_word2vec(
     C = np.zeros((max(V - 1, 1), d))  # inner nodes (hierarchical softmax)
     Cn = np.zeros((V, d))  # output vectors (negative sampling)
     prob, alias = alias_table(noise_distribution(counts, cfg.cds))
-    keep = keep_probabilities(counts, cfg.sample)
+    keep = keep_probabilities(counts, cfg.sample, cfg.sample_rule)
     total = float(keep[corpus.ids].sum()) * cfg.epochs  # expected kept tokens
     done, losses, timed, kept, first = 0, [], [], [], 0
     if resume is not None:
@@ -291,13 +294,15 @@ def train_word2vec(
         timed, kept = [tuple(b) for b in resume["blocks"]], list(resume["kept"])
         first = len(losses)
         log.info("word2vec: resuming after epoch %d", first)
+    # train_epoch's arguments after the tokens: the model, then its settings
+    model = (
+        W, C, Cn, tree.codes, tree.points, tree.lengths, prob, alias.astype(np.int64),
+        cfg.arch == "sg", cfg.loss == "hs", cfg.window, cfg.negatives,
+    )  # fmt: skip
     # compile (or load numba's cache) before anything is timed: an empty pass
-    empty = np.zeros(2, dtype=np.int64)
     train_epoch(
-        corpus.ids[:0], empty, W, C, Cn, tree.codes, tree.points, tree.lengths,
-        prob, alias.astype(np.int64), cfg.arch == "sg", cfg.loss == "hs",
-        cfg.window, cfg.negatives, cfg.alpha, cfg.alpha, 0, 1.0,
-        np.zeros(1, dtype=np.uint64), cfg.dynamic_window,
+        corpus.ids[:0], np.zeros(2, dtype=np.int64), *model, cfg.alpha, cfg.alpha,
+        0, 1.0, np.zeros(1, dtype=np.uint64), cfg.dynamic_window,
     )  # fmt: skip
     bar = tqdm(
         total=cfg.epochs * blocks,
@@ -317,9 +322,7 @@ def train_word2vec(
         for lo, hi in _blocks(bounds, blocks):
             t0 = time.perf_counter()
             part_loss, part_n = train_epoch(
-                ids, bounds[lo : hi + 1], W, C, Cn, tree.codes, tree.points,
-                tree.lengths, prob, alias.astype(np.int64), cfg.arch == "sg",
-                cfg.loss == "hs", cfg.window, cfg.negatives, cfg.alpha,
+                ids, bounds[lo : hi + 1], *model, cfg.alpha,
                 cfg.alpha * cfg.min_alpha_ratio, done, total, state,
                 cfg.dynamic_window,
             )  # fmt: skip
