@@ -669,11 +669,13 @@ def _joey_config(
     beam: int,
     alpha: float,
     schedule: str = "recipe",
+    setting: tuple[float, int] | None = None,
 ) -> dict:
     """JoeyNMT's configuration at Firth's settings (nmt.common, nmt.transformer);
     ``schedule``: inverse-sqrt (after Firth's warm-up share), constant, or recipe
     (JoeyNMT's own recipes: constant for the recurrent model, whose configs reduce
-    the rate on a plateau, inverse-sqrt for the transformer)."""
+    the rate on a plateau, inverse-sqrt for the transformer). ``setting``: a
+    (peak rate, batch tokens) of its own in place of Firth's (``--joey-grid``)."""
     c = cfg.common
     every = max(1, steps // c.evals_per_epoch)
     logging = 10 if every >= 10 else every
@@ -690,7 +692,9 @@ def _joey_config(
     from firth.nmt.config import schedule as model_schedule
 
     own = model_schedule(cfg, kind)  # the model's own lr, warm-up and batches
-    lr, warmup = own.lr, own.warmup
+    lr, warmup, batch_tokens = own.lr, own.warmup, own.batch_tokens
+    if setting is not None:
+        lr, batch_tokens = setting
     if kind == "transformer":
         t = cfg.transformer
         layer = {
@@ -772,7 +776,7 @@ def _joey_config(
             "clip_grad_norm": c.clip,
             "loss": "crossentropy",
             "label_smoothing": c.label_smoothing,
-            "batch_size": own.batch_tokens,
+            "batch_size": batch_tokens,
             "batch_type": "token",
             "normalization": "tokens",
             "epochs": epochs,
@@ -806,7 +810,10 @@ def _joey_log(path: Path) -> dict:
     epochs = re.findall(r"num\. of tokens: (\d+), ([\d.]+)\[sec\]", text)
     steps = re.findall(r"Step:\s+(\d+)", text)
     gen = re.findall(r"Generation took ([\d.]+)\[sec\]", text)
+    # JoeyNMT's validations: exp of its per-token loss (label smoothing included)
+    valid = re.findall(r"Evaluation result \(greedy\).*?ppl:\s*([\d.]+)", text)
     return {
+        "valid_ppls": [float(v) for v in valid],
         "tokens": sum(int(t) for t, _ in epochs),
         "seconds": sum(float(s) for _, s in epochs),
         "steps": int(steps[-1]) if steps else None,
@@ -889,21 +896,45 @@ def _firth_nmt(kind, seed, epochs, params, paths, work: Path, threads: int) -> d
     }
 
 
-def _joey_nmt(
-    python, tok, kind, seed, epochs, files, cfg, work, ev, steps, threads, schedule
-) -> dict:
+def _joey_train(
+    python,
+    kind,
+    seed,
+    epochs,
+    files,
+    cfg,
+    work,
+    ev,
+    steps,
+    threads,
+    schedule,
+    setting=None,
+) -> tuple[dict, dict, Path]:
+    """Train one JoeyNMT model (``setting``: its own (rate, batch tokens), else
+    Firth's); its log's figures, its configuration and its model folder."""
     import yaml
 
-    model_dir = work / f"joey-{kind}-{seed}"
+    tag = "" if setting is None else f"-lr{setting[0]:g}-b{setting[1]}"
+    model_dir = work / f"joey-{kind}-{seed}{tag}"
     conf = _joey_config(
-        kind, seed, epochs, files, model_dir, steps, cfg, ev.beam, ev.alpha, schedule
+        kind,
+        seed,
+        epochs,
+        files,
+        model_dir,
+        steps,
+        cfg,
+        ev.beam,
+        ev.alpha,
+        schedule,
+        setting,
     )
-    train_yaml = work / f"joey-{kind}-{seed}.yaml"
+    train_yaml = work / f"joey-{kind}-{seed}{tag}.yaml"
     train_yaml.write_text(yaml.safe_dump(conf))
     t0 = time.perf_counter()
     _run(
         [python, "-m", "joeynmt", "train", str(train_yaml), "--skip-test"],
-        f"joeynmt train {kind} seed {seed}",
+        f"joeynmt train {kind} seed {seed}{tag}",
         threads,
     )
     train_wall = time.perf_counter() - t0
@@ -913,18 +944,29 @@ def _joey_nmt(
         "train_seconds": round(log["seconds"], 2),
         "train_wall_seconds": round(train_wall, 1),
         "steps": log["steps"],
+        "lr": conf["training"]["learning_rate"],
+        "batch_tokens": conf["training"]["batch_size"],
+        "best_valid_ppl": min(log["valid_ppls"], default=None),
         "decode_seconds": {},
     }
+    return row, conf, model_dir
+
+
+def _joey_decode(python, tok, kind, seed, conf, model_dir, work, ev, threads, row):
+    """Greedy and beam translations of the test split by a trained JoeyNMT
+    model, into ``row`` (with their decoding seconds)."""
+    import yaml
+
     for decoding, width in (("greedy", 1), ("beam", ev.beam)):
         test = {
             **conf,
             "data": {k: v for k, v in conf["data"].items() if k != "dev"},
             "testing": {**conf["testing"], "beam_size": width},
         }
-        test_yaml = work / f"joey-{kind}-{seed}-{decoding}.yaml"
+        test_yaml = work / f"{model_dir.name}-{decoding}.yaml"
         test_yaml.write_text(yaml.safe_dump(test))
         (model_dir / "test.log").unlink(missing_ok=True)
-        hyp = work / f"joey-{kind}-{seed}.{decoding}"
+        hyp = work / f"{model_dir.name}.{decoding}"
         _run(
             [
                 python,
@@ -955,6 +997,79 @@ def _joey_nmt(
     return row
 
 
+def _joey_tune(
+    python, kind, seed, epochs, files, cfg, work, ev, lengths, threads, schedule, grid
+) -> tuple[list[dict], tuple]:
+    """JoeyNMT trained at each (rate, batch tokens) of ``grid`` at one seed; the
+    trials (best validation perplexity each, as JoeyNMT logs it) and the trained run
+    of the setting with the lowest, which the comparison then uses."""
+    trials, runs = [], {}
+    for lr, batch in grid:
+        steps = _joey_steps(
+            lengths["train", "src"], lengths["train", "trg"], batch, seed
+        )
+        print(
+            f"nmt: joeynmt {kind} seed {seed} tuning lr {lr:g} batch {batch}",
+            flush=True,
+        )
+        row, conf, model_dir = _joey_train(
+            python,
+            kind,
+            seed,
+            epochs,
+            files,
+            cfg,
+            work,
+            ev,
+            steps,
+            threads,
+            schedule,
+            (lr, batch),
+        )
+        runs[lr, batch] = (row, conf, model_dir)
+        trials.append(
+            {
+                k: row[k]
+                for k in (
+                    "lr",
+                    "batch_tokens",
+                    "steps",
+                    "best_valid_ppl",
+                    "train_seconds",
+                )
+            }
+        )
+        print(json.dumps(trials[-1]), flush=True)
+    scored = [r for r in trials if r["best_valid_ppl"] is not None]
+    if not scored:
+        raise SystemExit(f"joeynmt {kind}: no validation loss in any trial's log")
+    best = min(scored, key=lambda r: r["best_valid_ppl"])
+    return trials, runs[best["lr"], best["batch_tokens"]]
+
+
+def _nmt_row(row: dict, tool: str, kind: str, seed: int, refs: list[str]) -> dict:
+    """One tool's run with its test scores and speeds (printed without the
+    translations)."""
+    from firth.nmt.evaluate import Scores
+
+    row = {"tool": tool, "model": kind, "seed": seed, **row}
+    row["system"] = f"{tool}-{kind}"
+    row["train_target_tokens_per_second"] = round(
+        row["train_target_tokens"] / row["train_seconds"]
+    )
+    for decoding in ("greedy", "beam"):
+        sc = Scores(row[decoding], refs)
+        row[f"{decoding}_bleu"] = round(sc.score("bleu"), 3)
+        row[f"{decoding}_chrf"] = round(sc.score("chrf"), 3)
+        row[f"{decoding}_sentences_per_second"] = round(
+            len(refs) / row["decode_seconds"][decoding], 1
+        )
+        row.setdefault("stats", {})[decoding] = sc.stats
+    shown = {k: v for k, v in row.items() if k not in ("greedy", "beam", "stats")}
+    print(json.dumps(shown), flush=True)
+    return row
+
+
 def _nmt_stats(rows, tool: str, kind: str, decoding: str, metric: str) -> list:
     """Each seed's per-verse sacreBLEU statistics of one tool's model."""
     import numpy as np
@@ -974,7 +1089,12 @@ def nmt(
     kinds,
     workdir: Path,
     joey_schedule: str = "recipe",
+    joey_grid: list[tuple[float, int]] | None = None,
 ) -> dict:
+    """Each of ``kinds`` by both tools at ``seeds``. With ``joey_grid``,
+    JoeyNMT's (rate, batch tokens) is chosen per model on the validation split
+    at the first seed (its lowest best validation loss) and that setting runs at
+    every seed; Firth keeps its params (themselves chosen on validation)."""
     import yaml
 
     from firth.config import load_section, load_sections
@@ -983,7 +1103,6 @@ def nmt(
     from firth.nmt.config import EvaluateNmt, Nmt
     from firth.nmt.config import schedule as model_schedule
     from firth.nmt.data import load_tokenizer, read_pairs
-    from firth.nmt.evaluate import Scores
 
     log: list[str] = []
     python, how = joeynmt_python(log)
@@ -1028,14 +1147,36 @@ def nmt(
     (files / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
     refs = list(read_pairs(paths["test"]).target)
 
-    rows = []
+    rows, tuning, tuned = [], {}, {}
+    for kind in kinds if joey_grid else ():
+        trials, tuned[kind] = _joey_tune(
+            python,
+            kind,
+            seeds[0],
+            epochs,
+            files,
+            cfg,
+            workdir,
+            ev,
+            lengths,
+            threads,
+            joey_schedule,
+            joey_grid,
+        )
+        chosen = tuned[kind][0]
+        tuning[kind] = {
+            "seed": seeds[0],
+            "trials": trials,
+            "chosen": {"lr": chosen["lr"], "batch_tokens": chosen["batch_tokens"]},
+        }
     for kind in kinds:
+        setting = None
+        if kind in tuned:
+            setting = (tuned[kind][0]["lr"], tuned[kind][0]["batch_tokens"])
         for seed in seeds:
+            batch = setting[1] if setting else model_schedule(cfg, kind).batch_tokens
             steps = _joey_steps(
-                lengths["train", "src"],
-                lengths["train", "trg"],
-                model_schedule(cfg, kind).batch_tokens,
-                seed,
+                lengths["train", "src"], lengths["train", "trg"], batch, seed
             )
             for tool in ("firth", "joeynmt"):
                 print(f"nmt: {tool} {kind} seed {seed}", flush=True)
@@ -1043,10 +1184,13 @@ def nmt(
                     row = _firth_nmt(
                         kind, seed, epochs, params_path, paths, workdir, threads
                     )
+                    rows.append(_nmt_row(row, tool, kind, seed, refs))
+                    continue
+                if kind in tuned and seed == seeds[0]:  # its tuning run
+                    trained = tuned[kind]
                 else:
-                    row = _joey_nmt(
+                    trained = _joey_train(
                         python,
-                        tok,
                         kind,
                         seed,
                         epochs,
@@ -1057,31 +1201,21 @@ def nmt(
                         steps,
                         threads,
                         joey_schedule,
+                        setting,
                     )
-                row = {"tool": tool, "model": kind, "seed": seed, **row}
-                row["system"] = f"{tool}-{kind}"
-                row["train_target_tokens_per_second"] = round(
-                    row["train_target_tokens"] / row["train_seconds"]
+                row = _joey_decode(
+                    python,
+                    tok,
+                    kind,
+                    seed,
+                    trained[1],
+                    trained[2],
+                    workdir,
+                    ev,
+                    threads,
+                    dict(trained[0]),
                 )
-                for decoding in ("greedy", "beam"):
-                    sc = Scores(row[decoding], refs)
-                    row[f"{decoding}_bleu"] = round(sc.score("bleu"), 3)
-                    row[f"{decoding}_chrf"] = round(sc.score("chrf"), 3)
-                    row[f"{decoding}_sentences_per_second"] = round(
-                        len(refs) / row["decode_seconds"][decoding], 1
-                    )
-                    row.setdefault("stats", {})[decoding] = sc.stats
-                rows.append(row)
-                print(
-                    json.dumps(
-                        {
-                            k: v
-                            for k, v in row.items()
-                            if k not in ("greedy", "beam", "stats")
-                        }
-                    ),
-                    flush=True,
-                )
+                rows.append(_nmt_row(row, tool, kind, seed, refs))
     keys = (
         "train_target_tokens_per_second",
         "train_seconds",
@@ -1135,7 +1269,12 @@ def nmt(
         "(data/tokenizers/parallel) for both: JoeyNMT reads the same subword pieces "
         "(level word, Firth's vocabulary) and its outputs are decoded by the same "
         "tokenizer; sacreBLEU's BLEU and chrF on the detokenised test verses",
-        "joeynmt": {"version": JOEYNMT, "how": how, "schedule": joey_schedule},
+        "joeynmt": {
+            "version": JOEYNMT,
+            "how": how,
+            "schedule": joey_schedule,
+            "tuned_on_validation": tuning,
+        },
         "settings": f"{epochs} epoch(s) each; nmt.common of params.yaml for both "
         "(embedding and hidden sizes, dropout, label smoothing, batch_tokens, "
         "lr, clip, evaluations per epoch), AdamW, tied embeddings; transformer: "
@@ -1419,6 +1558,17 @@ def merge_nmt(old: dict | None, new: dict) -> dict:
 # -- main ---------------------------------------------------------------------
 
 
+def _grid_point(text: str) -> tuple[float, int]:
+    """``LR:BATCH`` of --joey-grid."""
+    try:
+        lr, batch = text.split(":")
+        return float(lr), int(batch)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected LR:BATCH, a rate and batch tokens, e.g. 0.0005:1000"
+        ) from None
+
+
 def main(argv=None) -> None:
     from firth.inference import Rule
 
@@ -1445,6 +1595,15 @@ def main(argv=None) -> None:
         help="JoeyNMT's rate: its recipes' (constant for the recurrent model, whose "
         "plateau scheduler does not fire in one epoch; warm-up then inverse square "
         "root for the transformer), inverse-sqrt for both, or constant for both",
+    )
+    p.add_argument(
+        "--joey-grid",
+        nargs="+",
+        type=_grid_point,
+        metavar="LR:BATCH",
+        help="choose JoeyNMT's peak rate and batch tokens per model among these on "
+        "the validation split (first seed; lowest validation perplexity), e.g. "
+        "0.0005:250 0.0005:1000 0.001:1000",
     )
     p.add_argument(
         "--nltk-test",
@@ -1491,6 +1650,7 @@ def main(argv=None) -> None:
                 args.nmt_models,
                 Path(tmp),
                 args.joey_schedule,
+                args.joey_grid,
             )
     if "taggers" in args.tasks:
         with tempfile.TemporaryDirectory() as tmp:

@@ -22,6 +22,12 @@ JOEY_EPOCH = (
     "num. of seqs: %d, num. of tokens: %d, %.4f[sec]"
 )
 JOEY_GEN = "Generation took %.4f[sec]."
+JOEY_EVAL = "Evaluation result (%s): %s, %.4f[sec]"  # prediction.py's
+
+
+def joey_scores(scores: dict) -> str:
+    """prediction.py's score string: each metric as f"{name}: {value:6.2f}"."""
+    return ", ".join(f"{k}: {v:6.2f}" for k, v in scores.items())
 
 
 def test_joeynmt_log_gives_tokens_seconds_steps_and_decoding(tmp_path):
@@ -30,7 +36,19 @@ def test_joeynmt_log_gives_tokens_seconds_steps_and_decoding(tmp_path):
         for x in (
             JOEY_STEP % (1, 10, 5.5, 0.1, 2100, 0.005),
             JOEY_STEP % (1, 20, 5.1, 0.12, 2200, 0.005),
+            JOEY_EVAL
+            % (
+                "greedy",
+                joey_scores({"bleu": 3.1, "loss": 4.5, "ppl": 90.02, "acc": 0.2}),
+                3.5,
+            ),
             JOEY_EPOCH % (1, 812.25, 1500, 51896, 24.8012),
+            JOEY_EVAL
+            % (
+                "greedy",
+                joey_scores({"bleu": 9.87, "loss": 3.2, "ppl": 24.53, "acc": 0.3}),
+                3.1,
+            ),
             JOEY_STEP % (2, 30, 4.9, 0.13, 2300, 0.004),
             JOEY_EPOCH % (2, 700.0, 1500, 51896, 23.5),
             JOEY_GEN % 1.4812,
@@ -44,6 +62,7 @@ def test_joeynmt_log_gives_tokens_seconds_steps_and_decoding(tmp_path):
     assert got["seconds"] == pytest.approx(24.8012 + 23.5)
     assert got["steps"] == 30
     assert got["generation_seconds"] == [1.4812, 6.75]
+    assert got["valid_ppls"] == [90.02, 24.53]  # not the BLEU, not the loss
 
 
 def test_joeynmt_batches_per_epoch():
@@ -161,3 +180,28 @@ def test_joeynmt_schedule_follows_its_recipes(tmp_path, schedule, kind, expect):
     else:
         warmup = model_schedule(cfg, kind).warmup  # the model's own warm-up share
         assert train["learning_rate_warmup"] == max(1, round(warmup * 400))
+
+
+def test_joeynmt_setting_replaces_rate_and_batch_only(tmp_path):
+    from firth.config import load_section
+    from firth.nmt.config import Nmt
+
+    cfg = load_section("nmt", ROOT / "params.yaml", schema=Nmt)
+    args = ("transformer", 13, 1, tmp_path, tmp_path / "m", 400, cfg, 5, 1.0, "recipe")
+    own = peers._joey_config(*args)
+    tuned = peers._joey_config(*args, (0.0005, 1000))
+    assert (tuned["training"]["learning_rate"], tuned["training"]["batch_size"]) == (
+        0.0005,
+        1000,
+    )
+    for key in ("learning_rate", "batch_size"):
+        own["training"].pop(key), tuned["training"].pop(key)
+    assert own == tuned
+
+
+def test_joey_grid_points_parse_or_say_what_was_expected():
+    import argparse
+
+    assert peers._grid_point("0.0005:1000") == (0.0005, 1000)
+    with pytest.raises(argparse.ArgumentTypeError, match="expected LR:BATCH"):
+        peers._grid_point("0.0005")
