@@ -228,7 +228,25 @@ def test_stage_end_to_end_and_the_finding(tmp_path):
     assert ev_json["seeds"] == [13, 14] and ev_json["gender_tests"] == ["weat7"]
     weat1 = ev_json["weat"]["13"][0]
     assert weat1["test"] == "weat1" and not weat1["ran"]  # no flowers planted
-    assert (rep / "weat.csv").read_text().startswith("seed,test,ran,")
+    import csv
+
+    with open(rep / "weat.csv", newline="", encoding="utf-8") as f:
+        table = list(csv.DictReader(f))  # one row per seed and WEAT, as eval.json
+    expect = [(s, w) for s in ("13", "14") for w in ev_json["weat"][s]]
+    assert len(table) == len(expect)
+    for row, (seed, w) in zip(table, expect, strict=True):
+        assert (row["seed"], row["test"], row["ran"]) == (
+            seed,
+            w["test"],
+            str(int(w["ran"])),
+        )
+        if w["ran"]:
+            assert float(row["effect_size"]) == pytest.approx(
+                w["effect_size"], abs=1e-6
+            )
+            assert float(row["effect_size_debiased"]) == pytest.approx(
+                w["effect_size_debiased"], abs=1e-6
+            )
     from firth.bias.results import BiasEval, BiasItems
     from firth.results import load, load_items
 

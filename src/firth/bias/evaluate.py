@@ -164,16 +164,16 @@ def evaluate_method(
             round(v, 6) for k in gender for v in (*after[k].s_x, *after[k].s_y)
         ]
         runs[seed], weats[seed], recover[str(seed)] = record, scores, rec
-        for s in scores:
+        for s in scores:  # in WEAT_COLUMNS' order
             rows.append(
-                {
-                    "seed": seed,
-                    "test": s.test,
-                    "ran": int(s.ran),
-                    "effect_size": s.effect_size,
-                    "effect_size_debiased": s.effect_size_debiased,
-                    "p": s.p_value,
-                }
+                [
+                    seed,
+                    s.test,
+                    int(s.ran),
+                    s.effect_size,
+                    s.effect_size_debiased,
+                    s.p_value,
+                ]
             )
     result = BiasEval.of(method, gender_tests or [], runs, weats)
     items = BiasItems(
