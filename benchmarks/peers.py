@@ -64,6 +64,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from common import (
@@ -896,46 +897,57 @@ def _firth_nmt(kind, seed, epochs, params, paths, work: Path, threads: int) -> d
     }
 
 
-def _joey_train(
-    python,
-    kind,
-    seed,
-    epochs,
-    files,
-    cfg,
-    work,
-    ev,
-    steps,
-    threads,
-    schedule,
-    setting=None,
-) -> tuple[dict, dict, Path]:
+@dataclass(frozen=True)
+class _Joey:
+    """What every JoeyNMT run of one benchmark shares: its Python, the tokenizer
+    that decodes its outputs, the data folder and the pieces' lengths per split
+    (for its batches per epoch), Firth's settings and the run's options."""
+
+    python: str
+    tok: object
+    files: Path
+    lengths: dict
+    cfg: object
+    ev: object
+    epochs: int
+    work: Path
+    threads: int
+    schedule: str
+
+
+def _joey_train(j: _Joey, kind, seed, setting=None) -> tuple[dict, dict, Path]:
     """Train one JoeyNMT model (``setting``: its own (rate, batch tokens), else
     Firth's); its log's figures, its configuration and its model folder."""
     import yaml
 
+    from firth.nmt.config import schedule as model_schedule
+
+    batch = setting[1] if setting else model_schedule(j.cfg, kind).batch_tokens
+    steps = _joey_steps(
+        j.lengths["train", "src"], j.lengths["train", "trg"], batch, seed
+    )
     tag = "" if setting is None else f"-lr{setting[0]:g}-b{setting[1]}"
-    model_dir = work / f"joey-{kind}-{seed}{tag}"
+    model_dir = j.work / f"joey-{kind}-{seed}{tag}"
     conf = _joey_config(
         kind,
         seed,
-        epochs,
-        files,
+        j.epochs,
+        j.files,
         model_dir,
         steps,
-        cfg,
-        ev.beam,
-        ev.alpha,
-        schedule,
+        j.cfg,
+        j.ev.beam,
+        j.ev.alpha,
+        j.schedule,
         setting,
     )
-    train_yaml = work / f"joey-{kind}-{seed}{tag}.yaml"
+    train_yaml = j.work / f"joey-{kind}-{seed}{tag}.yaml"
     train_yaml.write_text(yaml.safe_dump(conf))
     t0 = time.perf_counter()
     _run(
-        [python, "-m", "joeynmt", "train", str(train_yaml), "--skip-test"],
+        [j.python, "-m", "joeynmt", "train", str(train_yaml), "--skip-test"],
         f"joeynmt train {kind} seed {seed}{tag}",
-        threads,
+        j.threads,
     )
     train_wall = time.perf_counter() - t0
     log = _joey_log(model_dir / "train.log")
@@ -947,29 +959,30 @@ def _joey_train(
         "lr": conf["training"]["learning_rate"],
         "batch_tokens": conf["training"]["batch_size"],
         "best_valid_ppl": min(log["valid_ppls"], default=None),
-        "decode_seconds": {},
     }
     return row, conf, model_dir
 
 
-def _joey_decode(python, tok, kind, seed, conf, model_dir, work, ev, threads, row):
-    """Greedy and beam translations of the test split by a trained JoeyNMT
-    model, into ``row`` (with their decoding seconds)."""
+def _joey_decode(j: _Joey, kind, seed, trained) -> dict:
+    """A trained JoeyNMT model's (``_joey_train``'s) row with its greedy and
+    beam translations of the test split and their decoding seconds."""
     import yaml
 
-    for decoding, width in (("greedy", 1), ("beam", ev.beam)):
+    row, conf, model_dir = trained
+    row = {**row, "decode_seconds": {}}
+    for decoding, width in (("greedy", 1), ("beam", j.ev.beam)):
         test = {
             **conf,
             "data": {k: v for k, v in conf["data"].items() if k != "dev"},
             "testing": {**conf["testing"], "beam_size": width},
         }
-        test_yaml = work / f"{model_dir.name}-{decoding}.yaml"
+        test_yaml = j.work / f"{model_dir.name}-{decoding}.yaml"
         test_yaml.write_text(yaml.safe_dump(test))
         (model_dir / "test.log").unlink(missing_ok=True)
-        hyp = work / f"{model_dir.name}.{decoding}"
+        hyp = j.work / f"{model_dir.name}.{decoding}"
         _run(
             [
-                python,
+                j.python,
                 "-m",
                 "joeynmt",
                 "test",
@@ -978,17 +991,17 @@ def _joey_decode(python, tok, kind, seed, conf, model_dir, work, ev, threads, ro
                 str(hyp),
             ],
             f"joeynmt test {kind} seed {seed}",
-            threads,
+            j.threads,
         )
         row["decode_seconds"][decoding] = round(
             _joey_log(model_dir / "test.log")["generation_seconds"][-1], 2
         )
         lines = Path(f"{hyp}.test").read_text(encoding="utf-8").split("\n")[:-1]
         row[decoding] = [
-            tok.decode(
+            j.tok.decode(
                 [
                     i
-                    for i in (tok.token_to_id(p) for p in line.split(" "))
+                    for i in (j.tok.token_to_id(p) for p in line.split(" "))
                     if i is not None and i > 3
                 ]
             )
@@ -997,36 +1010,18 @@ def _joey_decode(python, tok, kind, seed, conf, model_dir, work, ev, threads, ro
     return row
 
 
-def _joey_tune(
-    python, kind, seed, epochs, files, cfg, work, ev, lengths, threads, schedule, grid
-) -> tuple[list[dict], tuple]:
+def _joey_tune(j: _Joey, kind, seed, grid) -> tuple[list[dict], tuple]:
     """JoeyNMT trained at each (rate, batch tokens) of ``grid`` at one seed; the
     trials (best validation perplexity each, as JoeyNMT logs it) and the trained run
     of the setting with the lowest, which the comparison then uses."""
     trials, runs = [], {}
     for lr, batch in grid:
-        steps = _joey_steps(
-            lengths["train", "src"], lengths["train", "trg"], batch, seed
-        )
         print(
             f"nmt: joeynmt {kind} seed {seed} tuning lr {lr:g} batch {batch}",
             flush=True,
         )
-        row, conf, model_dir = _joey_train(
-            python,
-            kind,
-            seed,
-            epochs,
-            files,
-            cfg,
-            work,
-            ev,
-            steps,
-            threads,
-            schedule,
-            (lr, batch),
-        )
-        runs[lr, batch] = (row, conf, model_dir)
+        runs[lr, batch] = _joey_train(j, kind, seed, (lr, batch))
+        row = runs[lr, batch][0]
         trials.append(
             {
                 k: row[k]
@@ -1101,7 +1096,6 @@ def nmt(
     from firth.evidence import BLEU_METRIC, CHRF_METRIC
     from firth.inference import compare, side
     from firth.nmt.config import EvaluateNmt, Nmt
-    from firth.nmt.config import schedule as model_schedule
     from firth.nmt.data import load_tokenizer, read_pairs
 
     log: list[str] = []
@@ -1147,22 +1141,12 @@ def nmt(
     (files / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
     refs = list(read_pairs(paths["test"]).target)
 
+    joey = _Joey(
+        python, tok, files, lengths, cfg, ev, epochs, workdir, threads, joey_schedule
+    )
     rows, tuning, tuned = [], {}, {}
     for kind in kinds if joey_grid else ():
-        trials, tuned[kind] = _joey_tune(
-            python,
-            kind,
-            seeds[0],
-            epochs,
-            files,
-            cfg,
-            workdir,
-            ev,
-            lengths,
-            threads,
-            joey_schedule,
-            joey_grid,
-        )
+        trials, tuned[kind] = _joey_tune(joey, kind, seeds[0], joey_grid)
         chosen = tuned[kind][0]
         tuning[kind] = {
             "seed": seeds[0],
@@ -1174,47 +1158,17 @@ def nmt(
         if kind in tuned:
             setting = (tuned[kind][0]["lr"], tuned[kind][0]["batch_tokens"])
         for seed in seeds:
-            batch = setting[1] if setting else model_schedule(cfg, kind).batch_tokens
-            steps = _joey_steps(
-                lengths["train", "src"], lengths["train", "trg"], batch, seed
-            )
             for tool in ("firth", "joeynmt"):
                 print(f"nmt: {tool} {kind} seed {seed}", flush=True)
                 if tool == "firth":
                     row = _firth_nmt(
                         kind, seed, epochs, params_path, paths, workdir, threads
                     )
-                    rows.append(_nmt_row(row, tool, kind, seed, refs))
-                    continue
-                if kind in tuned and seed == seeds[0]:  # its tuning run
-                    trained = tuned[kind]
+                elif kind in tuned and seed == seeds[0]:  # its tuning run
+                    row = _joey_decode(joey, kind, seed, tuned[kind])
                 else:
-                    trained = _joey_train(
-                        python,
-                        kind,
-                        seed,
-                        epochs,
-                        files,
-                        cfg,
-                        workdir,
-                        ev,
-                        steps,
-                        threads,
-                        joey_schedule,
-                        setting,
-                    )
-                row = _joey_decode(
-                    python,
-                    tok,
-                    kind,
-                    seed,
-                    trained[1],
-                    trained[2],
-                    workdir,
-                    ev,
-                    threads,
-                    dict(trained[0]),
-                )
+                    trained = _joey_train(joey, kind, seed, setting)
+                    row = _joey_decode(joey, kind, seed, trained)
                 rows.append(_nmt_row(row, tool, kind, seed, refs))
     keys = (
         "train_target_tokens_per_second",
