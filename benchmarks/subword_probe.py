@@ -11,6 +11,8 @@ test halves and the analogies are not read.
     python benchmarks/subword_probe.py --set combine=mean --set combine=mean,lr=0.1
     python benchmarks/subword_probe.py --set default \
         --set kernel=online,combine=mean,lr=0.05 --out .../subword-online.json
+    python benchmarks/subword_probe.py --set cds=0.75 --set cds=0.5 \
+        --out .../subword-cds.json
 
 Writes benchmarks/results/probes/subword-settings.json (or --out)."""
 
@@ -36,11 +38,12 @@ def parse_setting(text: str) -> dict:
     out: dict = {}
     for part in text.split(","):
         key, sep, value = part.partition("=")
-        if not sep or key not in ("combine", "lr", "kernel"):
+        if not sep or key not in ("combine", "lr", "kernel", "cds"):
             raise SystemExit(
-                f"--set {text!r}: expected combine=sum|mean, kernel=K and/or lr=X"
+                f"--set {text!r}: expected combine=sum|mean, kernel=K, lr=X "
+                "and/or cds=X"
             )
-        out[key] = float(value) if key == "lr" else value
+        out[key] = float(value) if key in ("lr", "cds") else value
     return out
 
 
@@ -93,7 +96,7 @@ def main(argv=None) -> None:
         "--set",
         action="append",
         dest="settings",
-        help="a setting to try (repeatable): combine=..., kernel=..., lr=..., "
+        help="a setting to try (repeatable): combine=..., kernel=..., lr=..., cds=..., "
         "or default",
     )
     p.add_argument("--seeds", nargs="+", type=int, default=[13, 14])

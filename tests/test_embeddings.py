@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
+from conftest import ROOT
 from gensim.models import KeyedVectors, Word2Vec
 from gensim.models.fasttext_inner import compute_ngrams, ft_hash_bytes
 from gensim.test.utils import datapath
@@ -223,6 +224,34 @@ def test_ngrams_and_hash_match_gensim_fasttext(word):
     assert char_ngrams(word, min_n=3, max_n=6) == compute_ngrams(word, 3, 6)
     for g in compute_ngrams(word, 3, 6):
         assert fnv1a(g) == ft_hash_bytes(g.encode("utf-8"))
+
+
+def test_subword_draws_negatives_at_its_own_exponent(monkeypatch, tmp_path):
+    """Subword SGNS samples negatives from unigram^subword.cds (fastText's 0.5),
+    SGNS from its tuned cds: the trainer receives each method's own."""
+    from firth.config import load_section
+    from firth.embeddings import methods
+    from firth.embeddings.config import Embeddings
+    from firth.embeddings.corpus import load_corpus
+
+    cfg = load_section("embeddings", ROOT / "profiles" / "tiny.yaml", schema=Embeddings)
+    cfg = cfg.model_copy(
+        update={"subword": cfg.subword.model_copy(update={"cds": 0.3})}
+    )
+    text = tmp_path / "train.txt"
+    text.write_text(open(datapath("lee_background.cor"), encoding="utf-8").read())
+    corpus, sentences = load_corpus(text, min_count=5, max_sentence_len=1000)
+    seen = []
+
+    def trainer(corpus, scfg, **kw):
+        seen.append(scfg.cds)
+        raise StopIteration  # the configuration is all this test needs
+
+    monkeypatch.setattr(methods, "train_sgns", trainer)
+    for method in ("subword", "sgns"):
+        with pytest.raises(StopIteration):
+            methods.train_method(method, corpus, sentences, cfg, seed=1, progress=False)
+    assert seen == [0.3, methods.reference_setting(cfg)["cds"]]
 
 
 def test_unseen_word_vector_is_the_mean_of_its_known_ngram_rows():

@@ -41,6 +41,7 @@ class EmbeddingsSubword(ParamSection):
     combine: Literal["sum", "mean"]
     kernel: Literal["auto", "fused", "online", "sparse", "gather"]
     lr: float = Field(gt=0)
+    cds: float = Field(gt=0)  # negatives drawn from unigram^cds
 
     @model_validator(mode="after")
     def _order(self) -> Self:

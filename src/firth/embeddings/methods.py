@@ -139,8 +139,9 @@ def train_method(
         return _train_glove(run)
     if method in WORD2VEC_METHODS:
         return _train_word2vec(run, method)
-    sub = method == "subword"
-    return _train_sgns(run, subword=sub, **({} if sub else _sgns_keys(setting)))
+    if method == "subword":
+        return _train_sgns(run, subword=True, cds=cfg.subword.cds)
+    return _train_sgns(run, subword=False, **_sgns_keys(setting))
 
 
 def _inputs(corpus, cfg, seed, progress, checkpoints) -> TrainerInputs:
