@@ -4,6 +4,7 @@ control task gives one label per type from the empirical tag distribution; every
 layer read from one-layer copies equals the network's own outputs; and the probe
 stages end to end, with the scorecard's probing findings on their output."""
 
+import itertools
 import json
 from collections import Counter
 
@@ -81,6 +82,34 @@ def test_every_layer_is_read_and_the_top_equals_the_model(family):
             out, _ = model.rnn(model.embedding(x))
             assert torch.allclose(layers[-1], out[0, 1:], atol=1e-5)
             assert torch.allclose(layers[0], model.embedding(x)[0, 1:])
+
+
+def test_a_sentence_longer_than_the_transformers_window_is_read_as_a_stream():
+    """Past max_len tokens the transformer LM reads in segments after `memory`
+    tokens of context (firth.lm.models.Transformer.forward): the probe's top
+    layer is the model's output over that stream, every token represented."""
+    from firth.config import load_sections
+    from firth.lm.config import Lm
+    from firth.lm.models import build_model
+    from firth.probe.representations import lm_layers
+
+    lm, _ = load_sections("lm", ROOT / "params.yaml", schema=Lm)
+    torch.manual_seed(0)
+    model = build_model("transformer", 50, lm, eos=0).eval()
+    n = 2 * model.max_len + 9  # three segments after the first window
+    ids = [0] + [int(i) for i in torch.randint(1, 50, (n,))]
+    layers = lm_layers(model, ids)
+    assert all(t.shape[0] == n for t in layers)
+    x, state, tops = torch.tensor([ids]), model.init_state(1, "cpu"), []
+    sizes = [model.max_len] + [model.max_len - model.memory] * 3
+    with torch.no_grad():
+        starts = itertools.accumulate([0, *sizes[:-1]])
+        for lo, size in zip(starts, sizes, strict=True):
+            top, state = model(x[:, lo : lo + size], state)
+            tops.append(top)
+    assert torch.allclose(layers[-1], torch.cat(tops, 1)[0, 1:], atol=1e-5)
+    short = lm_layers(model, ids[: model.max_len])  # one window: one pass
+    assert torch.allclose(short[-1], layers[-1][: model.max_len - 1], atol=1e-5)
 
 
 def _pos_data(folder, rng):

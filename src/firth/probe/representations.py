@@ -47,6 +47,20 @@ def _single_layers(rnn: nn.RNNBase) -> list[nn.RNNBase]:
     return out
 
 
+def _transformer_layers(model: Transformer, x: torch.Tensor) -> list[torch.Tensor]:
+    """Every layer over x (1, L), L at most the model's window; the top one
+    normalised as the model's output is."""
+    L = x.shape[1]
+    h = model.embedding(x) * model.emb_dim**0.5 + model.position(torch.arange(L))
+    layers = [h]
+    mask = nn.Transformer.generate_square_subsequent_mask(L)
+    blocks = list(model.encoder.layers)
+    for k, block in enumerate(blocks):
+        h = block(h, src_mask=mask, is_causal=True)
+        layers.append(model.norm(h) if k == len(blocks) - 1 else h)
+    return layers
+
+
 @torch.no_grad()
 def lm_layers(model: LanguageModel, ids: list[int]) -> list[torch.Tensor]:
     """Every layer's representation of the words of one sentence ``ids`` (</s>
@@ -60,15 +74,15 @@ def lm_layers(model: LanguageModel, ids: list[int]) -> list[torch.Tensor]:
             h, _ = one(h)
             layers.append(h)
     elif isinstance(model, Transformer):
-        L = x.shape[1]
-        pos = torch.arange(L)
-        h = model.embedding(x) * model.emb_dim**0.5 + model.position(pos)
-        layers = [h]
-        mask = nn.Transformer.generate_square_subsequent_mask(L)
-        blocks = list(model.encoder.layers)
-        for k, block in enumerate(blocks):
-            h = block(h, src_mask=mask, is_causal=True)
-            layers.append(model.norm(h) if k == len(blocks) - 1 else h)
+        # a sentence longer than the model's window is read as it reads a
+        # stream: the rest in segments, each after the previous `memory` tokens
+        layers = _transformer_layers(model, x[:, : model.max_len])
+        step = model.max_len - model.memory
+        for lo in range(model.max_len, x.shape[1], step):
+            more = _transformer_layers(model, x[:, lo - model.memory : lo + step])
+            keep = more[0].shape[1] - model.memory
+            pairs = zip(layers, more, strict=True)
+            layers = [torch.cat([a, b[:, -keep:]], 1) for a, b in pairs]
     else:
         raise ValueError(f"{type(model).__name__}: no layers to probe")
     return [t[0, 1:].float() for t in layers]  # drop the </s> position
