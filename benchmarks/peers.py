@@ -27,7 +27,10 @@ tokenisation, at matched settings, in one run on this machine.
   JoeyNMT's length penalty for both. Test BLEU and chrF (sacreBLEU), training
   target tokens/s, decoding sentences/s. JoeyNMT runs from its own venv
   (~/.cache/firth/joeynmt-2.3.0-venv, built by the script, or
-  $FIRTH_JOEYNMT_PYTHON): it pins protobuf < 3.21 and pulls linters.
+  $FIRTH_JOEYNMT_PYTHON): it pins protobuf < 3.21 and pulls linters. OpenNMT-py
+  3.0.4 likewise (~/.cache/firth/opennmt-3.0.4-venv or $FIRTH_OPENNMT_PYTHON;
+  3.5.x pins torch < 2.3), one epoch at the same settings with its recipes'
+  schedules (--nmt-peers picks the peers).
 - taggers: Firth's BiLSTM-CRF (its train-tagger stage script, character BiLSTM)
   against flair's SequenceTagger (BiLSTM-CRF, character BiLSTM) on WNUT-16 and
   the WSJ POS sample, the default's splits, both starting from the same SGNS
@@ -41,6 +44,7 @@ the scorecard's: "Firth ahead", "peer ahead" or "inconclusive".
     python benchmarks/peers.py                          # every task
     python benchmarks/peers.py --tasks ngram
     python benchmarks/peers.py --tasks nmt --nmt-models bahdanau
+    python benchmarks/peers.py --tasks nmt --nmt-peers opennmt
     python benchmarks/peers.py --tasks taggers --seeds 13
     FIRTH_PROJECT=/path/to/trained/clone python benchmarks/peers.py
 
@@ -602,6 +606,7 @@ def ngram(rule, nltk_lines: int, nltk_test: int, workdir: Path) -> dict:
 
 JOEYNMT = "2.3.0"
 NMT_KINDS = ("bahdanau", "transformer")
+NMT_PEERS = ("joeynmt", "opennmt")
 JOEYNMT_PACKAGES = (f"joeynmt=={JOEYNMT}", "importlib-metadata==10.2.0")
 
 
@@ -822,14 +827,16 @@ def _joey_log(path: Path) -> dict:
     }
 
 
-def _run(cmd: list[str], label: str, threads: int) -> None:
-    """Run one tool's command with ``threads`` OpenMP threads; a failure stops
-    the benchmark with the end of the command's output."""
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+def _run(cmd: list[str], label: str, threads: int, **env: str) -> str:
+    """Run one tool's command with ``threads`` OpenMP threads (and ``env``); its
+    output (stdout then stderr). A failure stops the benchmark with the end of
+    it."""
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), **env}
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         tail = (proc.stdout + proc.stderr).strip()[-2000:]
         raise SystemExit(f"{label} failed (exit {proc.returncode}):\n{tail}")
+    return proc.stdout + proc.stderr
 
 
 def _stage(script: str, args: list[str], options: dict, label: str, threads: int):
@@ -1042,6 +1049,284 @@ def _joey_tune(j: _Joey, kind, seed, grid) -> tuple[list[dict], tuple]:
     return trials, runs[best["lr"], best["batch_tokens"]]
 
 
+OPENNMT = "3.0.4"  # the newest OpenNMT-py release whose pins admit torch 2.13
+
+
+def opennmt_python(log: list[str]) -> tuple[str | None, str]:
+    """OpenNMT-py's Python ($FIRTH_OPENNMT_PYTHON or its own venv) with this
+    venv's torch version. OpenNMT-py 3.5.x pins torch < 2.3; 3.0.4 pins no
+    torch version and runs on 2.13 (its cuda.amp deprecation warnings aside)."""
+    pins = [torch_pin(), f"OpenNMT-py=={OPENNMT}"]
+    return peer_python(f"opennmt-{OPENNMT}", "FIRTH_OPENNMT_PYTHON", pins, log)
+
+
+def _onmt_steps(
+    src: list[int], tgt: list[int], srcs: list[str], batch: int
+) -> tuple[int, int]:
+    """Batches and sentences in one epoch of OpenNMT-py 3.0's token batching,
+    its DynamicDatasetIter.batch_iter (transliterated) over one bucket holding
+    the whole training set (bucket_size = the training sentences): examples
+    sorted by max(source pieces, target pieces + <s> and </s>); a batch closes
+    once its size times its longest reaches ``batch``, the example that
+    overflows it opening the next (one that overflows alone stays); a source
+    already seen since the last batch closed is skipped (``srcs``: the source
+    lines)."""
+    key = [max(s, t + 2) for s, t in zip(src, tgt, strict=True)]
+    steps, taken, minibatch, longest, seen = 0, 0, [], 0, set()
+    for i in sorted(range(len(src)), key=key.__getitem__):
+        if srcs[i] in seen:
+            continue
+        seen.add(srcs[i])
+        taken += 1
+        minibatch.append(i)
+        longest = max(longest, key[i])
+        size = len(minibatch) * longest
+        if size == batch:
+            steps, minibatch, longest, seen = steps + 1, [], 0, set()
+        elif size > batch and len(minibatch) > 1:  # the last one opens the next
+            steps, minibatch, longest, seen = steps + 1, [i], key[i], set()
+    return steps + (len(minibatch) > 0), taken
+
+
+def _onmt_config(
+    kind: str, seed: int, files: Path, model: Path, steps: int, cfg, examples: int
+) -> dict:
+    """OpenNMT-py's training configuration at Firth's settings (nmt.common,
+    nmt.transformer) for one epoch of ``steps`` batches. Its schedules are its
+    recipes': a constant rate for the recurrent model (decay_method none, no
+    warm-up) and the Noam schedule for the transformer, its rate set so that
+    the peak (at the end of Firth's warm-up share) is Firth's peak rate."""
+    from firth.nmt.config import schedule as model_schedule
+
+    c, own = cfg.common, model_schedule(cfg, kind)
+    conf = {
+        "src_vocab": str(files / "vocab.txt"),
+        "tgt_vocab": str(files / "vocab.txt"),
+        "share_vocab": True,
+        "src_vocab_size": 100000,
+        "tgt_vocab_size": 100000,
+        "data": {
+            "corpus_1": {
+                "path_src": str(files / "train.src"),
+                "path_tgt": str(files / "train.trg"),
+            },
+            "valid": {
+                "path_src": str(files / "valid.src"),
+                "path_tgt": str(files / "valid.trg"),
+            },
+        },
+        "bucket_size": examples,  # one bucket = one epoch, sorted and batched
+        "num_workers": 0,  # in-process data, as Firth's
+        "save_model": str(model / "model"),
+        "save_checkpoint_steps": steps,
+        "keep_checkpoint": 1,
+        "seed": seed,
+        "train_steps": steps,
+        "valid_steps": max(1, steps // c.evals_per_epoch),
+        "valid_batch_size": 2000,
+        "report_every": 1,  # every step's sentences: the epoch is checked
+        "word_vec_size": c.emb_dim,
+        "share_embeddings": True,
+        "share_decoder_embeddings": True,  # tied output layer
+        "dropout": [c.dropout],
+        "label_smoothing": c.label_smoothing,
+        "optim": "adam",  # AdamW at Firth's weight decay 0 is Adam
+        "adam_beta1": 0.9,
+        "adam_beta2": 0.999,
+        "max_grad_norm": c.clip,
+        "batch_type": "tokens",
+        "batch_size": own.batch_tokens,
+        "normalization": "tokens",
+        "param_init": 0.0,
+        "param_init_glorot": True,
+    }
+    if kind == "transformer":
+        t, warmup = cfg.transformer, max(1, round(own.warmup * steps))
+        conf |= {
+            "encoder_type": "transformer",
+            "decoder_type": "transformer",
+            "enc_layers": t.layers,
+            "dec_layers": t.layers,
+            "heads": t.heads,
+            "hidden_size": c.emb_dim,
+            "transformer_ff": t.ff,
+            "position_encoding": True,
+            "attention_dropout": [c.dropout],
+            "decay_method": "noam",
+            "warmup_steps": warmup,
+            # Noam's peak, at step warmup: rate * (d * warmup) ** -0.5
+            "learning_rate": own.lr * math.sqrt(c.emb_dim * warmup),
+        }
+    else:
+        conf |= {
+            "encoder_type": "brnn",  # hidden/2 per direction, as Firth's
+            "decoder_type": "rnn",
+            "rnn_type": c.cell.upper(),
+            "enc_layers": c.layers,
+            "dec_layers": 1,
+            "enc_hid_size": c.hidden,
+            "dec_hid_size": c.hidden,
+            "global_attention": "mlp",  # Bahdanau's additive scorer
+            "input_feed": 1,
+            "bridge": True,
+            "decay_method": "none",
+            "learning_rate": own.lr,
+        }
+    return conf
+
+
+def _onmt_log(path: Path) -> dict:
+    """OpenNMT-py 3.0's training log: its steps, training seconds (the elapsed
+    seconds of its last step report less its validations), the validation
+    perplexities, and the translation seconds of ``-report_time``."""
+    import re
+
+    text = path.read_text(encoding="utf-8", errors="replace")
+    reports = re.findall(r"Step\s+(\d+)/\s*\d+;.*?;\s+(\d+) sec;", text)
+    sents = re.findall(r"Step\s+\d+/\s*\d+;.*?sents:\s+(\d+);", text)
+    valid = re.findall(r"valid stats calculation.*?took: ([\d.]+) s", text, re.S)
+    ppl = re.findall(r"Validation perplexity: ([\d.]+)", text)
+    total = re.findall(r"Total translation time \(s\): ([\d.]+)", text)
+    return {
+        "steps": int(reports[-1][0]) if reports else None,
+        "sentences": sum(int(n) for n in sents),
+        "seconds": float(reports[-1][1]) - sum(map(float, valid)) if reports else None,
+        "valid_ppls": [float(v) for v in ppl],
+        "translation_seconds": [float(t) for t in total],
+    }
+
+
+@dataclass(frozen=True)
+class _Onmt:
+    """What every OpenNMT-py run of one benchmark shares (as ``_Joey``)."""
+
+    python: str
+    tok: object
+    files: Path
+    lengths: dict
+    sources: list
+    cfg: object
+    ev: object
+    work: Path
+    threads: int
+    target_tokens: int
+
+
+def _onmt_bin(o: _Onmt, name: str) -> str:
+    return str(Path(o.python).parent / name)
+
+
+def _onmt_train(o: _Onmt, kind: str, seed: int) -> tuple[dict, Path]:
+    """Train one OpenNMT-py model for one epoch at Firth's settings; its row
+    and the last checkpoint (one epoch at a constant or Noam rate: no
+    best-checkpoint choice, as OpenNMT-py keeps none)."""
+    import yaml
+
+    from firth.nmt.config import schedule as model_schedule
+
+    batch = model_schedule(o.cfg, kind).batch_tokens
+    src, tgt = o.lengths["train", "src"], o.lengths["train", "trg"]
+    steps, sentences = _onmt_steps(src, tgt, o.sources, batch)
+    model = o.work / f"onmt-{kind}-{seed}"
+    model.mkdir()
+    conf = _onmt_config(kind, seed, o.files, model, steps, o.cfg, len(src))
+    path = o.work / f"onmt-{kind}-{seed}.yaml"
+    path.write_text(yaml.safe_dump(conf))
+    t0 = time.perf_counter()
+    # its log, from its output: its -log_file loses every line after the data
+    # loader's first log call (which re-initialises the logger without it)
+    (model / "train.log").write_text(
+        _run(
+            [_onmt_bin(o, "onmt_train"), "-config", str(path)],
+            f"OpenNMT-py train {kind} seed {seed}",
+            o.threads,
+        ),
+        encoding="utf-8",
+    )
+    log = _onmt_log(model / "train.log")
+    if (log["steps"], log["sentences"]) != (steps, sentences):
+        raise SystemExit(
+            f"OpenNMT-py {kind} seed {seed}: its log ends at step {log['steps']} "
+            f"after {log['sentences']} sentences, expected one epoch: {steps} "
+            f"steps, {sentences} sentences ({model / 'train.log'})"
+        )
+    row = {
+        # one epoch: every training verse's target pieces and </s>, as Firth counts
+        "train_target_tokens": o.target_tokens,
+        "train_seconds": round(log["seconds"], 2),
+        "train_wall_seconds": round(time.perf_counter() - t0, 1),
+        "steps": steps,
+        "lr": conf["learning_rate"],
+        "batch_tokens": conf["batch_size"],
+        "last_valid_ppl": log["valid_ppls"][-1] if log["valid_ppls"] else None,
+    }
+    return row, model / f"model_step_{steps}.pt"
+
+
+def _onmt_decode(o: _Onmt, kind: str, seed: int, trained) -> dict:
+    """A trained OpenNMT-py model's row with its greedy and beam translations
+    of the test split: GNMT's length penalty (``-length_penalty wu``) at
+    evaluate_nmt.alpha, at least evaluate_nmt.min_len tokens, the longest
+    output as Firth's (a * the longest test source + b)."""
+    row, checkpoint = trained
+    row = {**row, "decode_seconds": {}}
+    longest = math.floor(
+        o.cfg.common.max_len_a * max(o.lengths["test", "src"]) + o.cfg.common.max_len_b
+    )
+    for decoding, width in (("greedy", 1), ("beam", o.ev.beam)):
+        hyp = o.work / f"{checkpoint.parent.name}.{decoding}"
+        log = o.work / f"{checkpoint.parent.name}.{decoding}.log"
+        out = _run(
+            [
+                _onmt_bin(o, "onmt_translate"),
+                "-model",
+                str(checkpoint),
+                "-src",
+                str(o.files / "test.src"),
+                "-output",
+                str(hyp),
+                "-beam_size",
+                str(width),
+                "-length_penalty",
+                "wu",
+                "-alpha",
+                str(o.ev.alpha),
+                "-min_length",
+                str(o.ev.min_len),
+                "-max_length",
+                str(longest),
+                "-batch_size",
+                str(o.cfg.common.eval_batch),
+                "-batch_type",
+                "sents",
+                "-seed",
+                str(seed),
+                "-report_time",
+            ],
+            f"OpenNMT-py translate {kind} seed {seed}",
+            o.threads,
+            # its checkpoints pickle argparse.Namespace, which torch >= 2.6's
+            # weights-only load refuses; these are the benchmark's own files
+            TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD="1",
+        )
+        log.write_text(out, encoding="utf-8")
+        row["decode_seconds"][decoding] = round(
+            _onmt_log(log)["translation_seconds"][-1], 2
+        )
+        lines = hyp.read_text(encoding="utf-8").split("\n")[:-1]
+        row[decoding] = [
+            o.tok.decode(
+                [
+                    i
+                    for i in (o.tok.token_to_id(p) for p in line.split(" "))
+                    if i is not None and i > 3
+                ]
+            )
+            for line in lines
+        ]
+    return row
+
+
 def _nmt_row(row: dict, tool: str, kind: str, seed: int, refs: list[str]) -> dict:
     """One tool's run with its test scores and speeds (printed without the
     translations)."""
@@ -1085,11 +1370,14 @@ def nmt(
     workdir: Path,
     joey_schedule: str = "recipe",
     joey_grid: list[tuple[float, int]] | None = None,
+    peers: tuple[str, ...] = NMT_PEERS,
 ) -> dict:
-    """Each of ``kinds`` by both tools at ``seeds``. With ``joey_grid``,
-    JoeyNMT's (rate, batch tokens) is chosen per model on the validation split
-    at the first seed (its lowest best validation loss) and that setting runs at
-    every seed; Firth keeps its params (themselves chosen on validation)."""
+    """Each of ``kinds`` by Firth and each of ``peers`` (joeynmt, opennmt) at
+    ``seeds``. With ``joey_grid``, JoeyNMT's (rate, batch tokens) is chosen per
+    model on the validation split at the first seed (its lowest best validation
+    loss) and that setting runs at every seed; Firth keeps its params
+    (themselves chosen on validation). A peer that cannot be installed is
+    skipped with the error."""
     import yaml
 
     from firth.config import load_section, load_sections
@@ -1098,10 +1386,16 @@ def nmt(
     from firth.nmt.config import EvaluateNmt, Nmt
     from firth.nmt.data import load_tokenizer, read_pairs
 
-    log: list[str] = []
-    python, how = joeynmt_python(log)
-    if python is None:
-        return {"skipped": {"joeynmt": f"tried: {'; '.join(log)}; {how}"}}
+    pythons, skipped = {}, {}
+    for peer, find in (("joeynmt", joeynmt_python), ("opennmt", opennmt_python)):
+        if peer in peers:
+            log: list[str] = []
+            pythons[peer] = find(log)
+            if pythons[peer][0] is None:
+                skipped[peer] = f"tried: {'; '.join(log)}; {pythons[peer][1]}"
+                del pythons[peer]
+    if not pythons:
+        return {"skipped": skipped}
     data = PROJECT / "data/subsampled/parallel"
     paths = {
         "train": data / "train.tsv",
@@ -1141,11 +1435,24 @@ def nmt(
     (files / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
     refs = list(read_pairs(paths["test"]).target)
 
-    joey = _Joey(
-        python, tok, files, lengths, cfg, ev, epochs, workdir, threads, joey_schedule
-    )
+    joey = onmt = None
+    if "joeynmt" in pythons:
+        joey = _Joey(
+            pythons["joeynmt"][0],
+            *(tok, files, lengths, cfg, ev, epochs, workdir, threads, joey_schedule),
+        )
+    if "opennmt" in pythons:
+        if epochs != 1:
+            raise SystemExit("OpenNMT-py runs one epoch here: --nmt-epochs 1")
+        onmt = _Onmt(
+            pythons["opennmt"][0],
+            *(tok, files, lengths, list(read_pairs(paths["train"]).source), cfg, ev),
+            workdir,
+            threads,
+            sum(lengths["train", "trg"]) + len(lengths["train", "trg"]),
+        )
     rows, tuning, tuned = [], {}, {}
-    for kind in kinds if joey_grid else ():
+    for kind in kinds if joey_grid and joey else ():
         trials, tuned[kind] = _joey_tune(joey, kind, seeds[0], joey_grid)
         chosen = tuned[kind][0]
         tuning[kind] = {
@@ -1158,12 +1465,14 @@ def nmt(
         if kind in tuned:
             setting = (tuned[kind][0]["lr"], tuned[kind][0]["batch_tokens"])
         for seed in seeds:
-            for tool in ("firth", "joeynmt"):
+            for tool in ("firth", *pythons):
                 print(f"nmt: {tool} {kind} seed {seed}", flush=True)
                 if tool == "firth":
                     row = _firth_nmt(
                         kind, seed, epochs, params_path, paths, workdir, threads
                     )
+                elif tool == "opennmt":
+                    row = _onmt_decode(onmt, kind, seed, _onmt_train(onmt, kind, seed))
                 elif kind in tuned and seed == seeds[0]:  # its tuning run
                     row = _joey_decode(joey, kind, seed, tuned[kind])
                 else:
@@ -1184,12 +1493,13 @@ def nmt(
     summary = mean_sd(rows, "system", keys)
     metrics = {"bleu": BLEU_METRIC, "chrf": CHRF_METRIC}
     comparisons = []
-    for kind in kinds:
-        ours, peer = summary.get(f"firth-{kind}"), summary.get(f"joeynmt-{kind}")
+    for kind, tool in ((k, t) for k in kinds for t in pythons):
+        ours, peer = summary.get(f"firth-{kind}"), summary.get(f"{tool}-{kind}")
         if ours is None or peer is None:
             continue
         entry = {
             "model": kind,
+            "peer": tool,
             "train_tokens_per_second_ratio": round(
                 ours["train_target_tokens_per_second"]
                 / peer["train_target_tokens_per_second"],
@@ -1204,7 +1514,7 @@ def nmt(
             for name, metric in metrics.items():
                 t = compare(
                     side("firth", _nmt_stats(rows, "firth", kind, decoding, name)),
-                    side("joeynmt", _nmt_stats(rows, "joeynmt", kind, decoding, name)),
+                    side(tool, _nmt_stats(rows, tool, kind, decoding, name)),
                     metric,
                     rule,
                 )
@@ -1218,17 +1528,12 @@ def nmt(
     for r in rows:
         for k in ("greedy", "beam", "stats"):
             r.pop(k)
-    return {
+    out = {
         "data": "data/subsampled/parallel (KJV -> WEB verses), Firth's joint BPE "
-        "(data/tokenizers/parallel) for both: JoeyNMT reads the same subword pieces "
-        "(level word, Firth's vocabulary) and its outputs are decoded by the same "
-        "tokenizer; sacreBLEU's BLEU and chrF on the detokenised test verses",
-        "joeynmt": {
-            "version": JOEYNMT,
-            "how": how,
-            "schedule": joey_schedule,
-            "tuned_on_validation": tuning,
-        },
+        "(data/tokenizers/parallel) for every tool: the peers read the same subword "
+        "pieces (JoeyNMT at level word, OpenNMT-py without transforms, both with "
+        "Firth's vocabulary) and their outputs are decoded by the same tokenizer; "
+        "sacreBLEU's BLEU and chrF on the detokenised test verses",
         "settings": f"{epochs} epoch(s) each; nmt.common of params.yaml for both "
         "(embedding and hidden sizes, dropout, label smoothing, batch_tokens, "
         "lr, clip, evaluations per epoch), AdamW, tied embeddings; transformer: "
@@ -1246,8 +1551,33 @@ def nmt(
         "rows": rows,
         "summary": summary,
         "comparisons": comparisons,
-        "skipped": {},
+        "skipped": skipped,
     }
+    if joey:
+        out["joeynmt"] = {
+            "version": JOEYNMT,
+            "how": pythons["joeynmt"][1],
+            "schedule": joey_schedule,
+            "tuned_on_validation": tuning,
+        }
+    if onmt:
+        out["opennmt"] = {
+            "version": OPENNMT,
+            "how": pythons["opennmt"][1],
+            "settings": "OpenNMT-py 3.0.4 (onmt_train, onmt_translate) at the same "
+            "sizes, dropout, label smoothing, batch tokens, clipping and tied "
+            "embeddings: a bidirectional GRU encoder (hidden/2 per direction), an "
+            "input-feeding GRU decoder with the additive (mlp) attention and a "
+            "bridge; its transformer with sinusoidal positions. Adam (Firth's "
+            "AdamW at weight decay 0); its recipes' schedules: constant rate for "
+            "the recurrent model, Noam warm-up and decay for the transformer with "
+            "its peak at Firth's rate after Firth's warm-up share. One epoch: one "
+            "bucket holding the whole training set, sorted by length, token "
+            "batches shuffled; the last checkpoint translates (it keeps no best). "
+            "Decoding: GNMT length penalty (wu) at evaluate_nmt.alpha, min_length "
+            "evaluate_nmt.min_len, max_length from the longest test source",
+        }
+    return out
 
 
 # -- taggers ------------------------------------------------------------------
@@ -1490,22 +1820,36 @@ def taggers(seeds: list[int], threads: int, rule, workdir: Path) -> dict:
 
 
 def merge_nmt(old: dict | None, new: dict) -> dict:
-    """The new nmt result with the models it did not run kept from the old one
-    (rows, summaries and comparisons are per model; each keeps its commit)."""
+    """The new nmt result with the (model, tool) runs it did not make kept from
+    the old one: rows and summaries per model and tool, comparisons per model
+    and peer (JoeyNMT where an older file names none), each keeping its commit;
+    a peer's own block (its version, tuning) is kept where the new run did not
+    run that peer."""
     if not old or "rows" not in old or "rows" not in new:
         return new
-    ran = {r["model"] for r in new["rows"]}
+    ran = {(r["model"], r["tool"]) for r in new["rows"]}
     for kept in (*old["rows"], *old["comparisons"]):
         kept.setdefault("head_commit", old.get("head_commit"))
-    out = dict(new)
-    out["rows"] = [r for r in old["rows"] if r["model"] not in ran] + new["rows"]
+    out = {**{k: v for k, v in old.items() if k in NMT_PEERS}, **new}
+    out["rows"] = [r for r in old["rows"] if (r["model"], r["tool"]) not in ran] + new[
+        "rows"
+    ]
     out["summary"] = {
-        **{k: v for k, v in old["summary"].items() if k.partition("-")[2] not in ran},
+        **{
+            k: v
+            for k, v in old["summary"].items()
+            if tuple(reversed(k.split("-", 1))) not in ran
+        },
         **new["summary"],
     }
-    out["comparisons"] = [c for c in old["comparisons"] if c["model"] not in ran] + new[
-        "comparisons"
-    ]
+    out["comparisons"] = [
+        c
+        for c in old["comparisons"]
+        if (c["model"], c.get("peer", "joeynmt")) not in ran
+    ] + new["comparisons"]
+    out["skipped"] = {**old.get("skipped", {}), **new.get("skipped", {})}
+    for peer in {t for _, t in ran}:
+        out["skipped"].pop(peer, None)
     return out
 
 
@@ -1541,6 +1885,13 @@ def main(argv=None) -> None:
     )
     p.add_argument(
         "--nmt-models", nargs="+", default=list(NMT_KINDS), choices=NMT_KINDS
+    )
+    p.add_argument(
+        "--nmt-peers",
+        nargs="+",
+        default=list(NMT_PEERS),
+        choices=NMT_PEERS,
+        help="the NMT toolkits Firth is run beside (each in its own venv)",
     )
     p.add_argument(
         "--joey-schedule",
@@ -1605,6 +1956,7 @@ def main(argv=None) -> None:
                 Path(tmp),
                 args.joey_schedule,
                 args.joey_grid,
+                tuple(args.nmt_peers),
             )
     if "taggers" in args.tasks:
         with tempfile.TemporaryDirectory() as tmp:
@@ -1620,7 +1972,9 @@ def main(argv=None) -> None:
     result["speed_probe_after"] = speed_probe()
     result["wall_seconds"] = round(time.time() - t0, 1)
     old = json.loads(Path(args.out).read_text()) if Path(args.out).exists() else {}
-    if "nmt" in args.tasks and set(args.nmt_models) != set(NMT_KINDS):
+    if "nmt" in args.tasks and (
+        set(args.nmt_models) != set(NMT_KINDS) or set(args.nmt_peers) != set(NMT_PEERS)
+    ):
         result["tasks"]["nmt"] = merge_nmt(
             old.get("tasks", {}).get("nmt"), result["tasks"]["nmt"]
         )

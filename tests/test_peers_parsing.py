@@ -125,34 +125,155 @@ def test_bio_tags_from_spans():
     ]
 
 
-def test_a_partial_nmt_run_keeps_the_other_models():
-    def part(models, commit):
-        return {
-            "head_commit": commit,
-            "rows": [{"model": m, "tool": t} for m in models for t in ("f", "j")],
-            "summary": {f"{t}-{m}": {"c": commit} for m in models for t in "fj"},
-            "comparisons": [{"model": m} for m in models],
-        }
+def _nmt_part(models, tools, commit):
+    peers_run = [t for t in tools if t != "firth"]
+    return {
+        "head_commit": commit,
+        "rows": [{"model": m, "tool": t, "c": commit} for m in models for t in tools],
+        "summary": {f"{t}-{m}": {"c": commit} for m in models for t in tools},
+        "comparisons": [
+            {"model": m, "peer": p, "c": commit} for m in models for p in peers_run
+        ],
+        "skipped": {},
+    }
 
-    old = part(["bahdanau", "transformer"], "old")
-    new = part(["transformer"], "new")
-    for r in (*new["rows"], *new["comparisons"]):
-        r["head_commit"] = "new"
+
+def test_a_partial_nmt_run_keeps_the_other_models():
+    old = _nmt_part(["bahdanau", "transformer"], ["firth", "joeynmt"], "old")
+    old["joeynmt"] = {"version": "2.3.0"}
+    new = _nmt_part(["transformer"], ["firth", "joeynmt"], "new")
     got = peers.merge_nmt(old, new)
-    assert [(r["model"], r["head_commit"]) for r in got["rows"]] == [
+    assert [(r["model"], r["c"]) for r in got["rows"]] == [
         ("bahdanau", "old"),
         ("bahdanau", "old"),
         ("transformer", "new"),
         ("transformer", "new"),
     ]
     assert got["summary"] == {
-        "f-bahdanau": {"c": "old"},
-        "j-bahdanau": {"c": "old"},
-        "f-transformer": {"c": "new"},
-        "j-transformer": {"c": "new"},
+        "firth-bahdanau": {"c": "old"},
+        "joeynmt-bahdanau": {"c": "old"},
+        "firth-transformer": {"c": "new"},
+        "joeynmt-transformer": {"c": "new"},
     }
-    assert [c["model"] for c in got["comparisons"]] == ["bahdanau", "transformer"]
+    assert [(c["model"], c["c"]) for c in got["comparisons"]] == [
+        ("bahdanau", "old"),
+        ("transformer", "new"),
+    ]
+    assert got["rows"][0]["head_commit"] == "old"  # what it kept says when it ran
+    assert got["joeynmt"] == {"version": "2.3.0"}  # the peer block it did not rerun
     assert peers.merge_nmt(None, new) is new
+
+
+def test_a_run_of_one_peer_keeps_the_other_peers_comparisons():
+    old = _nmt_part(["bahdanau"], ["firth", "joeynmt"], "old")
+    del old["comparisons"][0]["peer"]  # files from before OpenNMT-py: JoeyNMT's
+    old["skipped"] = {"opennmt": "tried: ..."}
+    new = _nmt_part(["bahdanau"], ["firth", "opennmt"], "new")
+    got = peers.merge_nmt(old, new)
+    assert sorted((r["tool"], r["c"]) for r in got["rows"]) == [
+        ("firth", "new"),
+        ("joeynmt", "old"),
+        ("opennmt", "new"),
+    ]
+    assert [(c.get("peer", "joeynmt"), c["c"]) for c in got["comparisons"]] == [
+        ("joeynmt", "old"),
+        ("opennmt", "new"),
+    ]
+    assert got["skipped"] == {}  # it ran now
+
+
+# OpenNMT-py 3.0.4's format strings: onmt/utils/statistics.py (a step's report),
+# onmt/trainer.py and onmt/utils/report_manager.py (a validation),
+# onmt/translate/translator.py (-report_time)
+ONMT_STEP = (
+    "Step %s; acc: %2.1f; ppl: %5.1f; xent: %2.1f; lr: %7.5f; sents: %7.0f; "
+    "bsz: %4.0f/%4.0f/%2.0f; %3.0f/%3.0f tok/s; %6.0f sec;"
+)
+
+
+ONMT_STEP_NO, ONMT_STEP_OF = "%2d", "%s/%5d"
+ONMT_PPL = "Validation perplexity: %g"
+ONMT_TIME = "Total translation time (s): %.1f"
+
+
+def onmt_step(step, steps, sents, seconds):
+    fmt = ONMT_STEP_OF % (ONMT_STEP_NO % step, steps)
+    return ONMT_STEP % (
+        fmt,
+        5.2,
+        600.1,
+        6.4,
+        0.005,
+        sents,
+        900,
+        910,
+        27,
+        8000,
+        8100,
+        seconds,
+    )
+
+
+def test_opennmt_log_gives_steps_sentences_and_training_seconds(tmp_path):
+    prefix = "[2026-12-06 04:52:01,993 INFO] "
+    lines = [
+        prefix + onmt_step(1, 120, 31, 0),
+        prefix + onmt_step(2, 120, 20, 1),
+        prefix + "valid stats calculation and sentences rebuilding\n"
+        "                           took: 2.5 s.",
+        prefix + ONMT_PPL % 90.25,
+        prefix + onmt_step(120, 120, 16, 47),
+        prefix + "valid stats calculation and sentences rebuilding\n"
+        "                           took: 1.5 s.",
+        prefix + ONMT_PPL % 24.5,
+        prefix + ONMT_TIME % 3.25,
+    ]
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines) + "\n")
+    got = peers._onmt_log(log)
+    assert got["steps"] == 120
+    assert got["sentences"] == 31 + 20 + 16
+    assert got["seconds"] == pytest.approx(47 - 2.5 - 1.5)  # validations excluded
+    assert got["valid_ppls"] == [90.25, 24.5]
+    assert got["translation_seconds"] == [3.2]  # "%.1f" of 3.25
+
+
+def test_opennmt_batches_per_epoch():
+    # sorted by max(source, target + <s> and </s>); a batch closes once size x
+    # longest reaches the budget, and the example that overflows it opens the next
+    src, tgt = [3, 1, 3, 3, 5, 5], [1, 1, 1, 1, 1, 1]  # keys 3, 3, 3, 3, 5, 5
+    srcs = list("abcdef")
+    assert peers._onmt_steps(src, tgt, srcs, 10) == (3, 6)  # [3 3 3] [3 5] [5]
+    assert peers._onmt_steps(src, tgt, srcs, 9) == (4, 6)  # [3 3 3] [3] [5] [5]
+    # each alone overflows 1: it stays until the next one opens a new batch
+    assert peers._onmt_steps(src, tgt, srcs, 1) == (6, 6)
+    # a source seen since the last batch closed is skipped (OpenNMT-py drops it)
+    assert peers._onmt_steps([2, 2, 2], [0, 0, 0], list("aab"), 100) == (1, 2)
+    assert peers._onmt_steps([2, 2, 2], [0, 0, 0], list("aab"), 2) == (3, 3)
+    # after an overflow the one carried over is not "seen": its twin is taken
+    assert peers._onmt_steps([2, 3, 3], [0, 0, 0], list("abb"), 5) == (3, 3)
+
+
+def test_opennmt_transformer_peaks_at_firths_rate_after_its_warm_up(tmp_path):
+    from firth.config import load_section
+    from firth.nmt.config import Nmt
+    from firth.nmt.config import schedule as model_schedule
+
+    cfg = load_section("nmt", ROOT / "params.yaml", schema=Nmt)
+    own = model_schedule(cfg, "transformer")
+    conf = peers._onmt_config("transformer", 13, tmp_path, tmp_path, 1000, cfg, 50)
+    warmup, d = conf["warmup_steps"], conf["hidden_size"]
+    assert warmup == round(own.warmup * 1000)
+
+    def noam(step):  # onmt/utils/optimizers.py's noam_decay times the rate
+        return conf["learning_rate"] * d**-0.5 * min(step**-0.5, step * warmup**-1.5)
+
+    rates = [noam(s) for s in range(1, 1001)]
+    assert max(rates) == pytest.approx(own.lr)
+    assert rates.index(max(rates)) + 1 == warmup
+    rnn = peers._onmt_config("bahdanau", 13, tmp_path, tmp_path, 1000, cfg, 50)
+    assert (rnn["decay_method"], rnn["learning_rate"]) == ("none", cfg.common.lr)
+    assert rnn["enc_hid_size"] == rnn["dec_hid_size"] == cfg.common.hidden
 
 
 @pytest.mark.parametrize(

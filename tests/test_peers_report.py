@@ -69,6 +69,7 @@ def result() -> dict:
                 "summary": {
                     "firth-bahdanau": nmt_row(6500, 50.1),
                     "joeynmt-bahdanau": nmt_row(2100, 48.7),
+                    "opennmt-bahdanau": nmt_row(7000, 52.0),
                 },
                 "comparisons": [
                     {
@@ -79,7 +80,17 @@ def result() -> dict:
                             "beam_bleu": test("inconclusive", 50.1, 48.7),
                             "beam_chrf": test("Firth ahead", 66.0, 64.2),
                         },
-                    }
+                    },  # written before OpenNMT-py: no "peer", JoeyNMT's
+                    {
+                        "model": "bahdanau",
+                        "peer": "opennmt",
+                        "train_tokens_per_second_ratio": 0.93,
+                        "beam_sentences_per_second_ratio": 1.5,
+                        "tests": {
+                            "beam_bleu": test("peer ahead", 50.1, 52.0),
+                            "beam_chrf": test("inconclusive", 66.0, 66.1),
+                        },
+                    },
                 ],
                 "settings": "1 epoch each",
                 "skipped": {},
@@ -145,14 +156,26 @@ def test_section_lists_every_tool_comparison_and_reason():
     assert [r[0] for r in mt] == [
         "Firth GRU + Bahdanau attention",
         "JoeyNMT GRU + Bahdanau attention",
+        "OpenNMT-py GRU + Bahdanau attention",
     ]
     assert mt[0][2] == "6,500" and mt[1][4] == "48.70 ± 0.50"
-    assert mt_cmp[0] == [
-        "GRU + Bahdanau attention",
-        "3.10x",
-        "11.80x",
-        "inconclusive: 50.10 vs 48.70",
-        "Firth ahead: 66.00 vs 64.20",
+    assert mt_cmp == [
+        [
+            "GRU + Bahdanau attention",
+            "JoeyNMT",
+            "3.10x",
+            "11.80x",
+            "inconclusive: 50.10 vs 48.70",
+            "Firth ahead: 66.00 vs 64.20",
+        ],
+        [
+            "GRU + Bahdanau attention",
+            "OpenNMT-py",
+            "0.93x",
+            "1.50x",
+            "peer ahead: 50.10 vs 52.00",
+            "inconclusive: 66.00 vs 66.10",
+        ],
     ]
     assert "Translation settings: 1 epoch each." in sec.intro
     assert tag[0][:5] == [

@@ -1,8 +1,8 @@
 """The report's "Peers on the same data" section, from benchmarks/results/peers.json
 (written by benchmarks/peers.py): Firth's trainers beside the tools the field
-already runs (gensim, fastText, KenLM, NLTK, JoeyNMT, flair), same data, split,
-tokens and settings, one run on one machine; quality compared by the scorecard's
-paired bootstrap."""
+already runs (gensim, fastText, KenLM, NLTK, JoeyNMT, OpenNMT-py, flair), same
+data, split, tokens and settings, one run on one machine; quality compared by the
+scorecard's paired bootstrap."""
 
 from __future__ import annotations
 
@@ -116,6 +116,7 @@ def _ngram(sec: Section, task: dict, notes: list[str]) -> None:
 
 
 NMT_LABEL = {"bahdanau": "GRU + Bahdanau attention", "transformer": "transformer"}
+NMT_TOOL = {"firth": "Firth", "joeynmt": "JoeyNMT", "opennmt": "OpenNMT-py"}
 
 
 def _nmt(sec: Section, task: dict, notes: list[str]) -> None:
@@ -133,8 +134,7 @@ def _nmt(sec: Section, task: dict, notes: list[str]) -> None:
         tool, _, model = name.partition("-")
         rows.append(
             [
-                f"{'Firth' if tool == 'firth' else 'JoeyNMT'} "
-                f"{NMT_LABEL.get(model, model)}",
+                f"{NMT_TOOL.get(tool, tool)} {NMT_LABEL.get(model, model)}",
                 str(e["runs"]),
                 f"{e['train_target_tokens_per_second']:,.0f}",
                 *(
@@ -146,10 +146,11 @@ def _nmt(sec: Section, task: dict, notes: list[str]) -> None:
         )
     if rows:
         sec.tables.append(("Translation (KJV -> WEB test verses)", (header, rows)))
-    header = ["model", "train speed", "decode speed", "beam BLEU", "beam chrF"]
+    header = ["model", "peer", "train speed", "decode speed", "beam BLEU", "beam chrF"]
     rows = [
         [
             NMT_LABEL.get(c["model"], c["model"]),
+            NMT_TOOL.get(c.get("peer", "joeynmt"), c.get("peer")),
             f"{c['train_tokens_per_second_ratio']:.2f}x",
             f"{c['beam_sentences_per_second_ratio']:.2f}x",
             *(
@@ -162,10 +163,12 @@ def _nmt(sec: Section, task: dict, notes: list[str]) -> None:
     ]
     if rows:
         sec.tables.append(
-            ("Translation: Firth against JoeyNMT (paired bootstrap)", (header, rows))
+            ("Translation: Firth against its peers (paired bootstrap)", (header, rows))
         )
     if "settings" in task:
         notes.append(f"Translation settings: {task['settings']}.")
+    if "opennmt" in task:
+        notes.append(f"OpenNMT-py: {task['opennmt']['settings']}.")
 
 
 def _taggers(sec: Section, task: dict, notes: list[str]) -> None:
