@@ -162,3 +162,46 @@ def test_a_loaded_model_is_kept_until_its_files_change(tmp_path):
     assert loaded(key, [f], make) == 1 and made == [b"1"]
     f.write_bytes(b"22")
     assert loaded(key, [f], make) == 2 and made == [b"1", b"22"]
+
+
+def test_a_heatmap_carries_its_runs_attention_test(repo):
+    """firth.query.translate.attention_test: `firth serve` and `firth translate`
+    put the run's evaluate-attention result beside its heatmap, read from where
+    dvc.yaml has that stage write; a run without the stage, or before it ran,
+    has none (the page says the map's faithfulness is not measured)."""
+    from firth.nmt.results import AttentionEval, Intervention
+    from firth.query.translate import attention_note, attention_test
+    from firth.results import save
+
+    root, _ = repo
+    assert (
+        attention_test(root, "pointer") is None
+    )  # in evaluate_attention.runs, not run
+    assert attention_test(root, "none") is None  # no attention stage at all
+    permute = Intervention(changed_share=0.8, mean_tv=0.7, bleu=4.1, chrf=26.8)
+    record = AttentionEval(
+        run="pointer",
+        model="bahdanau",
+        seed=13,
+        pointer=True,
+        test_pairs=600,
+        test_sha256="0" * 64,
+        original={"bleu": 59.4, "chrf": 74.3},
+        interventions={"permute": permute},
+        tau_sentences=10,
+        mean_tau=0.3,
+    )
+    (root / "reports" / "attention" / "pointer").mkdir(parents=True)
+    save(root / "reports" / "attention" / "pointer" / "eval.json", record)
+    got = attention_test(root, "pointer")
+    assert got["report"] == "reports/attention/pointer/eval.json"
+    assert got["original"] == {"bleu": 59.4, "chrf": 74.3}
+    assert got["interventions"]["permute"] == permute.model_dump()
+    assert (got["test_pairs"], got["mean_tau"], got["tau_sentences"]) == (600, 0.3, 10)
+    assert attention_note(got) == (
+        "attention test (reports/attention/pointer/eval.json, 600 test verses): "
+        "greedy BLEU 59.4 with its own attention; a random permutation of it 4.1 "
+        "(80.0% of teacher-forced next tokens changed); Kendall tau with gradient "
+        "x input 0.30"
+    )
+    assert "not measured" in attention_note(None)

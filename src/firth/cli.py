@@ -585,6 +585,11 @@ def translate(
             for piece, weights in zip(align["output"], align["weights"], strict=True):
                 j = max(range(len(weights)), key=weights.__getitem__)
                 typer.echo(f"  {piece:>14} <- {align['source'][j]} ({weights[j]:.2f})")
+    aligned = [row for row in rows if row["alignment"]]
+    if aligned:
+        from firth.query.translate import attention_note
+
+        typer.echo(f"({attention_note(aligned[0]['faithfulness'])})", err=True)
 
 
 @app.command()

@@ -2,7 +2,8 @@
 evaluation translates the test split: the same preprocessing (normalize), the
 params' beam settings (``evaluate_nmt``: beam, alpha, penalty, beta; beam 1 is
 greedy), a pointer run copying unknown source spans, and the attention weights of
-a model that has attention."""
+a model that has attention, with the run's attention test beside them (as the
+report's heatmap captions)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import threading
 from pathlib import Path
 
 from firth.config import load_section, load_sections
-from firth.errors import ConfigError
+from firth.errors import ConfigError, FirthError
 from firth.query import NotTrained, loaded, stage_paths
 
 
@@ -23,9 +24,11 @@ def translate(
     beam: int | None = None,
     attention: bool = False,
 ) -> list[dict]:
-    """[{source, output, alignment}] per line; ``alignment`` (with ``attention``,
-    for a model with attention): the source and output pieces and the weights
-    [output][source] of greedy decoding, as the report's heatmaps."""
+    """[{source, output, alignment, copy, faithfulness}] per line; ``alignment``
+    (with ``attention``, for a model with attention): the source and output
+    pieces and the weights [output][source] of greedy decoding, as the report's
+    heatmaps, and ``faithfulness`` the run's attention test (``attention_test``)
+    beside them."""
     from firth.nmt.config import EvaluateNmt, Nmt
     from firth.nmt.data import Pairs, decode
     from firth.nmt.stage import Translator, encode_split, select
@@ -44,7 +47,14 @@ def translate(
     sources = [normalize(line) for line in lines]
     keep = [i for i, s in enumerate(sources) if s]
     rows = [
-        {"source": s, "output": "", "alignment": None, "copy": None} for s in sources
+        {
+            "source": s,
+            "output": "",
+            "alignment": None,
+            "copy": None,
+            "faithfulness": None,
+        }
+        for s in sources
     ]
     if not keep:
         return rows
@@ -84,13 +94,70 @@ def translate(
                 )
         ids, _ = translator.translate(ev.beam if beam is None else beam)
         oov = translator.test.oov
+        test = attention_test(root, name) if attention else None
         for j, i in enumerate(keep):
             rows[i]["output"] = decode(translator.tok, ids[j], oov[j])
             if attention and translator.model.has_attention:
                 rows[i]["alignment"] = translator.heatmap(j, str(i))
+                rows[i]["faithfulness"] = test
             if attention and run.pointer:
                 rows[i]["copy"] = copy_shares(translator, ids, j)
     return rows
+
+
+def attention_test(root: Path, name: str) -> dict | None:
+    """What the run's attention test found (evaluate-attention@``name``'s
+    eval.json, firth.nmt.faithfulness): on its test verses, greedy BLEU and chrF
+    with the model's own attention and, per intervention (a permutation of it,
+    uniform, without its top position), the share of teacher-forced next tokens
+    that change, the mean total variation and the greedy scores; Kendall's tau
+    with gradient x input. None where the run has no such stage
+    (evaluate_attention.runs) or it has not run."""
+    from firth.nmt.results import AttentionEval
+    from firth.results import load
+
+    try:
+        folder = stage_paths(root, f"evaluate-attention@{name}")["reports"]
+    except FirthError:
+        return None
+    if not (folder / "eval.json").exists():
+        return None
+    e = load(folder / "eval.json", AttentionEval)
+    return {
+        "report": (folder / "eval.json").relative_to(root).as_posix(),
+        "test_pairs": e.test_pairs,
+        "original": e.original,
+        "interventions": {k: v.model_dump() for k, v in e.interventions.items()},
+        "mean_tau": e.mean_tau,
+        "tau_sentences": e.tau_sentences,
+    }
+
+
+def attention_note(test: dict | None) -> str:
+    """``attention_test``'s result in one sentence (as the page shows it)."""
+    if test is None:
+        return (
+            "no attention test for this run (evaluate_attention.runs): whether its "
+            "outputs depend on these weights is not measured"
+        )
+    out = (
+        f"attention test ({test['report']}, {test['test_pairs']:,} test verses): "
+        f"greedy BLEU {test['original']['bleu']:.1f} with its own attention"
+    )
+    for name, what in (
+        ("permute", "a random permutation of it"),
+        ("uniform", "uniform attention"),
+        ("drop-max", "without its most-attended token"),
+    ):
+        i = test["interventions"].get(name)
+        if i is not None:
+            out += (
+                f"; {what} {i['bleu']:.1f} ({100 * i['changed_share']:.1f}% of "
+                "teacher-forced next tokens changed)"
+            )
+    if test["mean_tau"] is not None:
+        out += f"; Kendall tau with gradient x input {test['mean_tau']:.2f}"
+    return out
 
 
 def longest_source(model, cfg) -> int | None:
