@@ -32,12 +32,15 @@ def test_committed_scorecard_is_what_the_committed_files_give(project):
 
 
 def test_item_files_are_compact():
+    """Every committed run's per-item statistics, both profiles, stay a few MB:
+    4.8 MB with the full profile's six attention tests (2,592 verses each,
+    about 345 kB apiece: sacreBLEU's statistics of four greedy decodings)."""
     sizes = [
         p.stat().st_size
         for project in PROFILES
         for p in (ROOT / project / "reports").glob("*/*/items.json.gz")
     ]
-    assert sizes and sum(sizes) < 4_000_000, sum(sizes)
+    assert sizes and sum(sizes) < 5_500_000, sum(sizes)
 
 
 @pytest.mark.parametrize("project", PROFILES)
