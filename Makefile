@@ -132,9 +132,11 @@ bench-determinism: $(STAMP)
 bench-cross-machine: $(STAMP)
 	$(BIN)/python benchmarks/cross_machine.py
 
-# Firth beside gensim, fastText, KenLM (its reader and lmplz) and NLTK on the same data
-# and settings, after make run (~20 min on 2 cores): benchmarks/results/peers.json.
-# Installs the peers extra first (kenlm and fasttext build from source).
+# Firth beside gensim, fastText, KenLM (its reader and lmplz), NLTK, JoeyNMT, OpenNMT-py
+# and flair on the same data and settings, after make run: benchmarks/results/peers.json
+# (measured in parts on 2 cores: taggers and JoeyNMT translation 2,827 s, OpenNMT-py's
+# translation 761 s; docs/measured.md). Installs the peers extra first (kenlm and
+# fasttext build from source); JoeyNMT, OpenNMT-py and flair get venvs of their own.
 bench-peers: $(STAMP)
 	$(BIN)/pip install -q -c requirements.lock -e '.[peers]'
 	$(BIN)/python benchmarks/peers.py
