@@ -970,6 +970,23 @@ def _joey_train(j: _Joey, kind, seed, setting=None) -> tuple[dict, dict, Path]:
     return row, conf, model_dir
 
 
+def _detokenised(tok, path: Path) -> list[str]:
+    """A peer's translations (``path``: one line of space-separated subword
+    pieces each) decoded by Firth's tokenizer, unknown pieces and the special
+    tokens (ids 0-3) dropped."""
+    lines = path.read_text(encoding="utf-8").split("\n")[:-1]
+    return [
+        tok.decode(
+            [
+                i
+                for i in (tok.token_to_id(p) for p in line.split(" "))
+                if i is not None and i > 3
+            ]
+        )
+        for line in lines
+    ]
+
+
 def _joey_decode(j: _Joey, kind, seed, trained) -> dict:
     """A trained JoeyNMT model's (``_joey_train``'s) row with its greedy and
     beam translations of the test split and their decoding seconds."""
@@ -1003,17 +1020,7 @@ def _joey_decode(j: _Joey, kind, seed, trained) -> dict:
         row["decode_seconds"][decoding] = round(
             _joey_log(model_dir / "test.log")["generation_seconds"][-1], 2
         )
-        lines = Path(f"{hyp}.test").read_text(encoding="utf-8").split("\n")[:-1]
-        row[decoding] = [
-            j.tok.decode(
-                [
-                    i
-                    for i in (j.tok.token_to_id(p) for p in line.split(" "))
-                    if i is not None and i > 3
-                ]
-            )
-            for line in lines
-        ]
+        row[decoding] = _detokenised(j.tok, Path(f"{hyp}.test"))
     return row
 
 
@@ -1313,17 +1320,7 @@ def _onmt_decode(o: _Onmt, kind: str, seed: int, trained) -> dict:
         row["decode_seconds"][decoding] = round(
             _onmt_log(log)["translation_seconds"][-1], 2
         )
-        lines = hyp.read_text(encoding="utf-8").split("\n")[:-1]
-        row[decoding] = [
-            o.tok.decode(
-                [
-                    i
-                    for i in (o.tok.token_to_id(p) for p in line.split(" "))
-                    if i is not None and i > 3
-                ]
-            )
-            for line in lines
-        ]
+        row[decoding] = _detokenised(o.tok, hyp)
     return row
 
 
