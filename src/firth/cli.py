@@ -587,9 +587,7 @@ def translate(
                 typer.echo(f"  {piece:>14} <- {align['source'][j]} ({weights[j]:.2f})")
     aligned = [row for row in rows if row["alignment"]]
     if aligned:
-        from firth.query.translate import attention_note
-
-        typer.echo(f"({attention_note(aligned[0]['faithfulness'])})", err=True)
+        typer.echo(f"({aligned[0]['attention_note']})", err=True)
 
 
 @app.command()

@@ -24,11 +24,12 @@ def translate(
     beam: int | None = None,
     attention: bool = False,
 ) -> list[dict]:
-    """[{source, output, alignment, copy, faithfulness}] per line; ``alignment``
-    (with ``attention``, for a model with attention): the source and output
-    pieces and the weights [output][source] of greedy decoding, as the report's
-    heatmaps, and ``faithfulness`` the run's attention test (``attention_test``)
-    beside them."""
+    """[{source, output, alignment, copy, faithfulness, attention_note}] per
+    line; ``alignment`` (with ``attention``, for a model with attention): the
+    source and output pieces and the weights [output][source] of greedy
+    decoding, as the report's heatmaps, with the run's attention test beside
+    them: ``faithfulness`` its numbers (``attention_test``), ``attention_note``
+    the sentence `firth serve` and `firth translate` show."""
     from firth.nmt.config import EvaluateNmt, Nmt
     from firth.nmt.data import Pairs, decode
     from firth.nmt.stage import Translator, encode_split, select
@@ -53,6 +54,7 @@ def translate(
             "alignment": None,
             "copy": None,
             "faithfulness": None,
+            "attention_note": None,
         }
         for s in sources
     ]
@@ -95,11 +97,13 @@ def translate(
         ids, _ = translator.translate(ev.beam if beam is None else beam)
         oov = translator.test.oov
         test = attention_test(root, name) if attention else None
+        note = attention_note(test) if attention else None
         for j, i in enumerate(keep):
             rows[i]["output"] = decode(translator.tok, ids[j], oov[j])
             if attention and translator.model.has_attention:
                 rows[i]["alignment"] = translator.heatmap(j, str(i))
                 rows[i]["faithfulness"] = test
+                rows[i]["attention_note"] = note
             if attention and run.pointer:
                 rows[i]["copy"] = copy_shares(translator, ids, j)
     return rows
@@ -134,7 +138,8 @@ def attention_test(root: Path, name: str) -> dict | None:
 
 
 def attention_note(test: dict | None) -> str:
-    """``attention_test``'s result in one sentence (as the page shows it)."""
+    """``attention_test``'s result in one sentence, as `firth serve` and
+    `firth translate --attention` show it beside the heatmap."""
     if test is None:
         return (
             "no attention test for this run (evaluate_attention.runs): whether its "
@@ -153,10 +158,14 @@ def attention_note(test: dict | None) -> str:
         if i is not None:
             out += (
                 f"; {what} {i['bleu']:.1f} ({100 * i['changed_share']:.1f}% of "
-                "teacher-forced next tokens changed)"
+                "teacher-forced next tokens changed, mean total variation "
+                f"{i['mean_tv']:.2f})"
             )
     if test["mean_tau"] is not None:
-        out += f"; Kendall tau with gradient x input {test['mean_tau']:.2f}"
+        out += (
+            f"; Kendall tau with gradient x input {test['mean_tau']:.2f} (first "
+            f"{test['tau_sentences']} verses)"
+        )
     return out
 
 
