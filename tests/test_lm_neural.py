@@ -101,6 +101,47 @@ def test_no_cutoffs_is_the_plain_tied_softmax():
     )
 
 
+def test_adaptive_softmax_gradients_match_the_per_cluster_formula():
+    """The clusters' rows come from one split of the tied matrix (one gradient
+    buffer): the gradients of every parameter, through the output rows and the
+    input lookup of the same matrix, equal those of p(w) written out per cluster
+    with a slice each."""
+    torch.manual_seed(3)
+    V, d, cuts = 23, 5, [6, 14]
+    emb = torch.nn.Parameter(torch.randn(V, d, dtype=torch.float64))
+    sm = AdaptiveSoftmax(d, V, cuts, tied=emb).double()
+    with torch.no_grad():
+        sm.cluster_weight.normal_()
+        sm.bias.normal_()
+        for p in sm.proj:
+            p.add_(0.3 * torch.randn_like(p))
+    x = torch.randint(0, V, (40,))
+    y = torch.cat([torch.arange(V), torch.randint(0, V, (17,))])  # every cluster
+
+    def by_hand():
+        h = torch.tanh(emb[x])
+        head = F.log_softmax(
+            torch.cat([h @ emb[:6].T + sm.bias[:6], h @ sm.cluster_weight.T], 1)
+            + torch.cat([torch.zeros(6, dtype=h.dtype), sm.cluster_bias]),
+            -1,
+        )
+        out = []
+        for n, w in enumerate(y.tolist()):
+            if w < 6:
+                out.append(head[n, w])
+                continue
+            i, lo, hi = (0, 6, 14) if w < 14 else (1, 14, V)
+            tail = F.log_softmax(h[n] @ sm.proj[i] @ emb[lo:hi].T + sm.bias[lo:hi], -1)
+            out.append(head[n, 6 + i] + tail[w - lo])
+        return torch.stack(out).sum()
+
+    params = [emb, sm.bias, sm.cluster_weight, sm.cluster_bias, *sm.proj]
+    mine = torch.autograd.grad(sm.log_prob_of(torch.tanh(emb[x]), y).sum(), params)
+    ref = torch.autograd.grad(by_hand(), params)
+    for a, b in zip(mine, ref, strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-12)
+
+
 def test_tail_probability_is_cluster_times_within_cluster():
     torch.manual_seed(2)
     V, d = 10, 3

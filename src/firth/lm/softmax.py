@@ -17,6 +17,8 @@ this is a plain (tied) softmax.
 
 from __future__ import annotations
 
+import itertools
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -56,20 +58,30 @@ class AdaptiveSoftmax(nn.Module):
     def head_size(self) -> int:
         return self.bounds[1]
 
-    def _head_logits(self, h: torch.Tensor) -> torch.Tensor:
-        c = self.head_size
-        w = torch.cat([self.weight[:c], self.cluster_weight])
-        b = torch.cat([self.bias[:c], self.cluster_bias])
+    def _clusters(self) -> tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]:
+        """The output rows and biases of the head and of each tail, split in one
+        step: the backward of a split writes one gradient of the whole (tied)
+        matrix, where a slice per cluster writes one each, zeros but for its rows
+        (the same sums, so the same gradient bit for bit; 10 MB each for a word
+        vocabulary, filled and added every step)."""
+        sizes = [hi - lo for lo, hi in itertools.pairwise(self.bounds)]
+        return self.weight.split(sizes), self.bias.split(sizes)
+
+    def _head_logits(self, h: torch.Tensor, clusters) -> torch.Tensor:
+        (w, *_), (b, *_) = clusters
+        w = torch.cat([w, self.cluster_weight])
+        b = torch.cat([b, self.cluster_bias])
         return F.linear(h, w, b)
 
-    def _tail_logits(self, h: torch.Tensor, i: int) -> torch.Tensor:
-        lo, hi = self.bounds[i + 1], self.bounds[i + 2]
-        return F.linear(h @ self.proj[i], self.weight[lo:hi], self.bias[lo:hi])
+    def _tail_logits(self, h: torch.Tensor, i: int, clusters) -> torch.Tensor:
+        w, b = clusters
+        return F.linear(h @ self.proj[i], w[i + 1], b[i + 1])
 
     def log_prob_of(self, h: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         """log p(target | h) for h (N, dim) and target (N,): only the tails that
         some target falls in are computed."""
-        head_lp = F.log_softmax(self._head_logits(h), dim=-1)
+        clusters = self._clusters()
+        head_lp = F.log_softmax(self._head_logits(h, clusters), dim=-1)
         c = self.head_size
         out = head_lp.gather(1, target.clamp(max=c - 1).unsqueeze(1)).squeeze(1)
         for i in range(len(self.bounds) - 2):
@@ -78,7 +90,7 @@ class AdaptiveSoftmax(nn.Module):
             if not bool(mask.any()):
                 continue
             rows = mask.nonzero().squeeze(1)
-            tail_lp = F.log_softmax(self._tail_logits(h[rows], i), dim=-1)
+            tail_lp = F.log_softmax(self._tail_logits(h[rows], i, clusters), dim=-1)
             lp = head_lp[rows, c + i] + tail_lp.gather(
                 1, (target[rows] - lo).unsqueeze(1)
             ).squeeze(1)
@@ -87,10 +99,11 @@ class AdaptiveSoftmax(nn.Module):
 
     def log_prob(self, h: torch.Tensor) -> torch.Tensor:
         """The full distribution: log p(w | h) for every w, as (N, vocab)."""
-        head_lp = F.log_softmax(self._head_logits(h), dim=-1)
+        clusters = self._clusters()
+        head_lp = F.log_softmax(self._head_logits(h, clusters), dim=-1)
         c = self.head_size
         parts = [head_lp[:, :c]]
         for i in range(len(self.bounds) - 2):
-            tail_lp = F.log_softmax(self._tail_logits(h, i), dim=-1)
+            tail_lp = F.log_softmax(self._tail_logits(h, i, clusters), dim=-1)
             parts.append(head_lp[:, c + i : c + i + 1] + tail_lp)
         return torch.cat(parts, dim=1)
