@@ -8,7 +8,8 @@ DVC's outputs, which DVC deletes before a run): a killed run resumes there and e
 with the same weights.
 
 ``accel`` in params.yaml sets the precision, compilation and the number of DDP
-processes (torchrun; rank 0 writes every output)."""
+processes (torchrun; rank 0 writes every output); ``lm.common.cpu_bf16`` asks for
+bf16 autocast on a CPU with bf16 units under ``accel.precision: auto``."""
 
 from __future__ import annotations
 
@@ -44,6 +45,7 @@ def body(args) -> None:
         script=__file__,
         ddp=True,
         curve=CURVE,
+        cpu_bf16=cfg.common.cpu_bf16,
     )
 
 

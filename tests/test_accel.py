@@ -8,7 +8,7 @@ import torch
 from conftest import run_stage
 from test_lm_neural import _fit
 
-from firth.accel import Accel, resolve_device, resolve_precision
+from firth.accel import Accel, cpu_has_bf16, resolve_device, resolve_precision
 from firth.config import AccelParams, validate_section
 from firth.errors import ConfigError
 
@@ -27,6 +27,23 @@ CPU, CUDA = torch.device("cpu"), torch.device("cuda")
 def test_precision_table(asked, cpu, cuda):
     assert resolve_precision(asked, CPU) == cpu
     assert resolve_precision(asked, CUDA) == cuda
+
+
+@pytest.mark.parametrize("units", [True, False])
+def test_a_trainers_cpu_bf16_switch_needs_bf16_units(monkeypatch, units):
+    """``cpu_bf16`` (lm.common.cpu_bf16) turns ``auto`` into bf16 on a CPU with bf16
+    units and leaves fp32 on one without (no error); it never overrides an explicit
+    precision, and CUDA's ``auto`` is bf16 either way."""
+    monkeypatch.setattr("firth.accel.cpu_has_bf16", lambda: units)
+    assert resolve_precision("auto", CPU, cpu_bf16=True) == (
+        "bf16" if units else "fp32"
+    )
+    assert resolve_precision("auto", CPU, cpu_bf16=False) == "fp32"
+    assert resolve_precision("fp32", CPU, cpu_bf16=True) == "fp32"
+    assert resolve_precision("auto", CUDA, cpu_bf16=True) == "bf16"
+    assert Accel.build(
+        device="cpu", precision="auto", compile=False, key="k", cpu_bf16=True
+    ).precision == ("bf16" if units else "fp32")
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
@@ -55,7 +72,19 @@ def test_the_cpu_default_is_the_plain_path():
         assert torch.nn.Linear(3, 2)(x).dtype == torch.float32
 
 
-@pytest.mark.parametrize("family", ["gru", "transformer"])
+@pytest.mark.parametrize(
+    "family",
+    [
+        "gru",
+        "transformer",
+        pytest.param(
+            "lstm",
+            marks=pytest.mark.skipif(
+                not cpu_has_bf16(), reason="oneDNN's bf16 LSTM needs bf16 units"
+            ),
+        ),
+    ],
+)
 def test_bf16_autocast_trains_close_to_fp32(family):
     """Under bf16 the matrix products run in bfloat16 while the weights, the log
     probabilities and the loss stay fp32; the valid losses land within 1% of the

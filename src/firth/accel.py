@@ -4,19 +4,23 @@ each model family's section).
 
 Precision (``accel.precision``):
 
-- ``auto``: bf16 autocast and TF32 matrix products on CUDA; plain fp32 on the CPU.
+- ``auto``: bf16 autocast and TF32 matrix products on CUDA; plain fp32 on the CPU,
+  unless the trainer asks for bf16 on a CPU with bf16 units (``lm.common.cpu_bf16``:
+  the LSTM LM trains 1.4x faster there at the same validation loss,
+  benchmarks/results/roofline.json; the NMT and tagger steps are slower under bf16,
+  so theirs stay fp32).
 - ``fp32``: fp32 everywhere, TF32 off (the strict reference).
 - ``tf32``: fp32 tensors, TF32 matrix products and convolutions on CUDA (fp32 on
   the CPU, which has no TF32).
-- ``bf16``: autocast to bfloat16 plus TF32 on CUDA. Also allowed on the CPU, to
-  check the path: slow, and oneDNN's bf16 LSTM needs a CPU with bf16 units
-  (AVX512-BF16 or AMX); elsewhere an LSTM under CPU autocast fails.
+- ``bf16``: autocast to bfloat16 plus TF32 on CUDA. Also allowed on the CPU: fast
+  for the LM on a CPU with bf16 units (AVX512-BF16 or AMX), slow elsewhere, where
+  oneDNN's bf16 LSTM is missing and an LSTM under CPU autocast fails.
 
 Weights, optimiser state and losses stay fp32 under autocast (the loss functions
 run in fp32 by autocast's own rules), so no gradient scaler is needed for bf16.
-With ``precision: auto`` or ``fp32``, ``compile: false`` and one process, the CPU
-path is the plain one: the same operations in the same order as without this
-module, so CPU results are unchanged bit for bit.
+With ``precision: fp32`` (or ``auto`` without ``cpu_bf16``), ``compile: false`` and
+one process, the CPU path is the plain one: the same operations in the same order
+as without this module, so CPU results are unchanged bit for bit.
 """
 
 from __future__ import annotations
@@ -54,10 +58,23 @@ def resolve_device(name: str, *, key: str = "device") -> torch.device:
     return torch.device(name)
 
 
-def resolve_precision(precision: Precision, device: torch.device) -> str:
-    """The precision actually used: ``fp32``, ``tf32`` or ``bf16``."""
+def cpu_has_bf16() -> bool:
+    """Whether this CPU has bfloat16 units oneDNN uses (AVX512-BF16 or AMX)."""
+    return torch.backends.mkldnn.is_available() and bool(
+        torch.ops.mkldnn._is_mkldnn_bf16_supported()
+    )
+
+
+def resolve_precision(
+    precision: Precision, device: torch.device, *, cpu_bf16: bool = False
+) -> str:
+    """The precision actually used: ``fp32``, ``tf32`` or ``bf16``. ``cpu_bf16``
+    (a trainer's own switch, e.g. ``lm.common.cpu_bf16``): under ``auto``, bf16 on a
+    CPU that has bf16 units too (fp32 on one without: no error)."""
     if precision == "auto":
-        return "bf16" if device.type == "cuda" else "fp32"
+        if device.type == "cuda" or (cpu_bf16 and cpu_has_bf16()):
+            return "bf16"
+        return "fp32"
     if precision == "tf32" and device.type != "cuda":
         return "fp32"
     return precision
@@ -80,12 +97,14 @@ class Accel:
         compile: bool,
         key: str,
         local_rank: int = 0,
+        cpu_bf16: bool = False,
     ) -> Accel:
-        """``local_rank``: the GPU of this DDP process when ``device`` names none."""
+        """``local_rank``: the GPU of this DDP process when ``device`` names none;
+        ``cpu_bf16``: as resolve_precision."""
         dev = resolve_device(device, key=key)
         if dev.type == "cuda" and dev.index is None:
             dev = torch.device("cuda", local_rank)
-        acc = cls(dev, resolve_precision(precision, dev), compile)
+        acc = cls(dev, resolve_precision(precision, dev, cpu_bf16=cpu_bf16), compile)
         acc.apply_matmul_precision()
         return acc
 

@@ -187,13 +187,20 @@ def wrap(
 
 
 def start_stage(
-    args, *, device: str, key: str, script: str | Path, ddp: bool
+    args,
+    *,
+    device: str,
+    key: str,
+    script: str | Path,
+    ddp: bool,
+    cpu_bf16: bool = False,
 ) -> tuple[Accel, Group] | None:
     """The ``accel`` settings of a training stage (``args``: its parsed command
     line, firth.stage_cli): its Accel and its place in the DDP group. With
     ``accel.processes > 1`` outside torchrun (and a trainer that supports DDP,
     ``ddp``), start ``script`` with the same arguments under torchrun instead and
-    return None once every rank has finished."""
+    return None once every rank has finished. ``cpu_bf16``: the trainer's own
+    switch for bf16 on a CPU with bf16 units (firth.accel.resolve_precision)."""
     cfg = load_section("accel", stage_cli.params_path(args))
     if ddp and should_launch(cfg.processes):
         launch(script, args.argv, cfg.processes)
@@ -210,6 +217,7 @@ def start_stage(
         compile=cfg.compile,
         key=key,
         local_rank=int(os.environ.get("LOCAL_RANK", 0)),
+        cpu_bf16=cpu_bf16,
     )
     group = init(acc.device.type) if ddp else SINGLE
     log.info(
@@ -247,13 +255,16 @@ def train_stage(
     script: str | Path,
     ddp: bool,
     curve: list[str],
+    cpu_bf16: bool = False,
 ) -> None:
     """What every neural training stage does with its parsed command line
     ``args`` (firth.stage_cli): resolve ``accel`` (or relaunch ``script`` under
     torchrun, ``ddp``), fit ``job``, write the model folder ``args.out`` and
     ``args.reports``' train.json and curve.csv (rank 0), then clear the
-    checkpoints."""
-    started = start_stage(args, device=device, key=key, script=script, ddp=ddp)
+    checkpoints. ``cpu_bf16``: as start_stage."""
+    started = start_stage(
+        args, device=device, key=key, script=script, ddp=ddp, cpu_bf16=cpu_bf16
+    )
     if started is None:  # the torchrun ranks have written everything
         return
     trained = job.fit(*started)

@@ -32,6 +32,7 @@ class LmCommon(ParamSection):
     eval_batch: int = Field(ge=1)
     threads: int = Field(ge=0)
     device: Literal["auto", "cpu", "cuda"]
+    cpu_bf16: bool  # bf16 autocast on a CPU with bf16 units (firth.accel)
 
     @model_validator(mode="after")
     def _cutoffs(self) -> Self:
