@@ -16,8 +16,9 @@ each curve is interpolated at the other's epochs.
     python benchmarks/throughput.py --base b81355c --only nmt tagger
 
 Writes benchmarks/results/throughput.json (each trainer's row kept across runs
-that measure only some). Takes the machine for about 25 minutes on 2 cores; run it
-on a quiet machine. The stages run with the threads their params ask for.
+that measure only some, with the commit it measured and the command that ran it).
+Takes the machine for about 25 minutes on 2 cores; run it on a quiet machine. The
+stages run with the threads their params ask for.
 """
 
 from __future__ import annotations
@@ -184,6 +185,7 @@ def compare(t: Trainer, old: list[dict], new: list[dict]) -> dict:
     return {
         "stage": t.stage,
         "unit": t.unit,
+        "commit": new[0]["commit"],  # the code measured as "new"
         "per_second": {"old": speed_old, "new": speed_new},
         "speedup": round(max(speed_new) / max(speed_old), 2),
         "validation": {
@@ -213,6 +215,7 @@ def main() -> None:
     )
     args = p.parse_args()
     old_root = worktree(args.base)
+    command = "python benchmarks/throughput.py " + " ".join(sys.argv[1:])
     rows = json.loads(OUT.read_text())["trainers"] if OUT.exists() else {}
     for name in args.only or sorted(TRAINERS):
         t = TRAINERS[name]
@@ -228,6 +231,8 @@ def main() -> None:
                 sink.append(probe(checkout, tag, t, args.origin.resolve(), args.set))
                 print(f"{name} {side} {i}: {sink[-1]['seconds']} s", flush=True)
         rows[name] = compare(t, old, new)
+        if not args.from_probes:  # a recomputed row keeps the run that measured it
+            rows[name]["command"] = command
         print(json.dumps({name: {k: rows[name][k] for k in ("speedup", "per_second")}}))
     write_result(
         OUT,
@@ -235,7 +240,7 @@ def main() -> None:
             "machine": machine(),
             "commit": head_commit(ROOT),
             "base": args.base,
-            "command": "python benchmarks/throughput.py " + " ".join(sys.argv[1:]),
+            "command": command,
             "trainers": rows,
         },
     )

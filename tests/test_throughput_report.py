@@ -32,20 +32,40 @@ def result(same):
 
 def test_one_row_per_trainer_with_both_rates_and_the_verdict():
     sec = throughput_section(result(False))
-    ((title, (header, rows)),) = sec.tables
+    (_, (header, rows)), (_, (_, commands)) = sec.tables
     assert header[-1] == "validation same or better"
     assert rows == [
         [
             "tagger",
             "train-tagger@wnut16-crf-13",
             "sentences",
+            "`0123456`",  # a row without its own commit: the file's
             "563, 582",
             "766, 815",
             "1.40x",
             "not at every point",
         ]
     ]
-    assert "89c8c5e" in sec.intro and "0123456" in sec.intro
+    assert commands == [["tagger", f"`{result(False)['command']}`"]]
+    assert "89c8c5e" in sec.intro
+
+
+def test_each_row_names_the_commit_and_command_that_measured_it():
+    """Rows measured by different runs keep their own commit and command."""
+    r = result(True)
+    r["trainers"]["lm"] = {
+        **r["trainers"]["tagger"],
+        "stage": "train-lm@lstm",
+        "commit": "fedcba9876543210",
+        "command": "python benchmarks/throughput.py --base 89c8c5e --only lm",
+    }
+    sec = throughput_section(r)
+    (_, (_, rows)), (_, (_, commands)) = sec.tables
+    assert [row[3] for row in rows] == ["`fedcba9`", "`0123456`"]
+    assert commands[0] == [
+        "lm",
+        "`python benchmarks/throughput.py --base 89c8c5e --only lm`",
+    ]
     ((_, png),) = sec.figures
     assert png.startswith(b"\x89PNG")
     assert throughput_section(result(True)).tables[0][1][1][0][-1] == "yes"

@@ -30,22 +30,21 @@ def throughput_section(result: dict | None) -> Section | None:
         return None
     sec = Section(TITLE)
     sec.intro = (
-        f"The previous code (`{result['base']}`) against this one "
-        f"(`{result['commit'][:7]}`), each stage run through "
-        "`benchmarks/budget_probe.py` in its own checkout on the same inputs, "
-        "alternating old and new (`"
-        + result["command"]
-        + "`; a trainer's row keeps the run that measured it). Examples per second "
+        f"The previous code (`{result['base']}`) against the commit in each row, "
+        "each stage run through `benchmarks/budget_probe.py` in its own checkout "
+        "on the same inputs, alternating old and new (each row keeps the run that "
+        "measured it: its command is in the second table). Examples per second "
         "of training; the validation curves below are compared at equal epochs, "
         "the same examples seen."
     )
-    header = ["trainer", "stage", "unit", "old per s", "new per s", "speed-up"]
-    header.append("validation same or better")
+    header = ["trainer", "stage", "unit", "measured at", "old per s", "new per s"]
+    header += ["speed-up", "validation same or better"]
     rows = [
         [
             name,
             t["stage"],
             t["unit"],
+            f"`{t.get('commit', result['commit'])[:7]}`",
             _rate(t["per_second"]["old"]),
             _rate(t["per_second"]["new"]),
             f"{t['speedup']:.2f}x",
@@ -56,6 +55,11 @@ def throughput_section(result: dict | None) -> Section | None:
     sec.tables.append(
         ("Examples per second, previous code against this", (header, rows))
     )
+    commands = [
+        [name, f"`{t.get('command', result['command'])}`"]
+        for name, t in sorted(trainers.items())
+    ]
+    sec.tables.append(("The run of each row", (["trainer", "command"], commands)))
     curves = {
         n: t for n, t in sorted(trainers.items()) if t["validation"]["at_equal_epochs"]
     }
