@@ -36,7 +36,9 @@ import torch
 from common import head_commit, machine, write_result
 from torch.utils.flop_counter import FlopCounterMode
 
+from firth.accel import Accel
 from firth.config import load_section
+from firth.distributed import SINGLE
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -59,10 +61,10 @@ def gemm_rate(dtype: torch.dtype, n: int = 2048, repeats: int = 5) -> float:
 
 def nmt_case(origin: Path, n: int):
     from firth.nmt.config import Nmt
-    from firth.nmt.data import make_batch, token_batches
+    from firth.nmt.data import make_batch
     from firth.nmt.models import build_model
     from firth.nmt.stage import NmtTraining
-    from firth.nmt.train import loss_sum
+    from firth.nmt.train import NmtTask, loss_sum
 
     cfg = load_section("nmt", origin / "params.yaml", schema=Nmt)
     run = NmtTraining.load(
@@ -76,9 +78,11 @@ def nmt_case(origin: Path, n: int):
     torch.manual_seed(run.run.seed)
     model = build_model("bahdanau", run.tok.get_vocab_size(), cfg)
     src, tgt = run.train_set.src, run.train_set.tgt
-    gen = torch.Generator().manual_seed(run.run.seed * 100_003)
-    idx = token_batches(src, tgt, cfg.common.batch_tokens, generator=gen)[:n]
-    batches = [make_batch(i, src, tgt) for i in idx]
+    task = NmtTask(
+        model, {"train_src": src, "train_tgt": tgt}, cfg.common, seed=run.run.seed,
+        accel=Accel.cpu(), group=SINGLE, coverage_loss=0.0,
+    )  # fmt: skip
+    batches = [make_batch(i, src, tgt) for i in task.epoch_batches(0)[:n]]
     smoothing = cfg.common.label_smoothing
 
     def loss(b):
@@ -90,9 +94,10 @@ def nmt_case(origin: Path, n: int):
 
 def lm_case(origin: Path, n: int):
     from firth.lm.config import Lm
-    from firth.lm.data import batchify, encode_stream
+    from firth.lm.data import encode_stream
     from firth.lm.models import build_model
     from firth.lm.stage import LmTraining
+    from firth.lm.train import LmTask
 
     cfg = load_section("lm", origin / "params.yaml", schema=Lm)
     run = LmTraining.load(
@@ -106,29 +111,23 @@ def lm_case(origin: Path, n: int):
     c = run.common
     torch.manual_seed(run.run.seed)
     model = build_model("lstm", run.vocab.size, cfg, eos=run.vocab.eos)
-    x, y = batchify(encode_stream(run.vocab, run.train_lines), c.batch)
-    batches = [
-        (x[:, p : p + c.bptt], y[:, p : p + c.bptt])
-        for p in range(0, n * c.bptt, c.bptt)
-    ]
-    state = {"s": None}
+    stream = encode_stream(run.vocab, run.train_lines)
+    task = LmTask(model, stream, None, c, accel=Accel.cpu(), group=SINGLE)
+    task.start_epoch()
+    batches = list(task.epoch_batches(0))[:n]  # positions; the state carries
 
-    def loss(b):
-        if state["s"] is None:
-            state["s"] = model.init_state(c.batch, torch.device("cpu"))
-        lp, s = model.log_prob_of(b[0], b[1], state["s"])
-        state["s"] = model.detach(s)
-        return -lp.mean()
+    def loss(pos):
+        return task.loss(pos)[0]
 
-    return model, batches, loss, [b[1].numel() for b in batches], "tokens"
+    examples = [task.y[:, p : p + c.bptt].numel() for p in batches]
+    return model, batches, loss, examples, "tokens"
 
 
 def tagger_case(origin: Path, n: int):
-    import random
-
     from firth.tagging.config import Tagger
     from firth.tagging.data import Vocab, encode, make_batch, read_split
     from firth.tagging.models import build_tagger
+    from firth.tagging.train import TaggerTask
 
     cfg = load_section("tagger", origin / "params.yaml", schema=Tagger)
     c = cfg.common
@@ -137,16 +136,12 @@ def tagger_case(origin: Path, n: int):
     data = encode(vocab, train)
     torch.manual_seed(13)
     model = build_tagger(vocab, "crf", c)
-    # the stage's batching (firth.tagging.train.TaggerTask.epoch_batches) without
-    # word dropout: shuffled pools sorted by length, the batches shuffled
-    rng = random.Random(13 * 1_000_003)
-    order = rng.sample(range(len(train)), len(train))
-    pool, chunks = c.batch * c.bucket, []
-    for lo in range(0, len(order), pool):
-        chunk = sorted(order[lo : lo + pool], key=lambda i: len(data.words[i]))
-        chunks += [chunk[j : j + c.batch] for j in range(0, len(chunk), c.batch)]
-    rng.shuffle(chunks)
-    batches = [make_batch(data, i) for i in chunks[:n]]
+    # the stage's first epoch of batches, without word dropout (no singletons)
+    task = TaggerTask(
+        model, data, None, [], vocab, c, seed=13, accel=Accel.cpu(),
+        singletons=set(), bio=False,
+    )  # fmt: skip
+    batches = [make_batch(data, i, w) for i, w in task.epoch_batches(0)[:n]]
 
     def loss(b):
         return model.loss(b) / b.words.shape[0]
