@@ -9,7 +9,7 @@ import math
 import pytest
 import torch
 
-from firth.tagging.crf import CRF, FORBIDDEN, bio_constraints
+from firth.tagging.crf import CRF, FORBIDDEN, alphas, bio_constraints
 
 
 def brute_force(crf: CRF, em: torch.Tensor, n: int):
@@ -109,15 +109,76 @@ def test_worked_example_from_the_issue():
     assert float(nll) == pytest.approx(0.1783, abs=1e-4)
 
 
-def test_gradient_of_log_z_is_the_marginals():
-    crf, g = random_case(7, 4, True, True)
+def enumerated_log_z(crf: CRF, em: torch.Tensor, n: int) -> torch.Tensor:
+    """log Z of one sentence as autograd sees it: logsumexp over every allowed
+    sequence's score, each built from the parameters by indexing."""
+    k = crf.num_tags
+    scores = []
+    for ys in itertools.product(range(k), repeat=n):
+        if not crf.allowed_first[ys[0]]:
+            continue
+        if any(not crf.allowed[a, b] for a, b in itertools.pairwise(ys)):
+            continue
+        s = crf.start[ys[0]] + crf.end[ys[-1]]
+        s = s + sum(em[t, y] for t, y in enumerate(ys))
+        s = s + sum(crf.transitions[a, b] for a, b in itertools.pairwise(ys))
+        scores.append(s)
+    return torch.logsumexp(torch.stack(scores), 0)
+
+
+@pytest.mark.parametrize("constrained", [False, True])
+def test_gradient_of_log_z_matches_autograd_through_enumeration(constrained):
+    """The gradient of every parameter through the batched forward algorithm
+    against autograd through brute-force enumeration, with padding and a one-token
+    sentence."""
+    crf, g = random_case(7, 3, True, constrained)
     crf.double()
-    lengths = [5, 2, 4]
-    em = torch.randn(3, 5, 4, generator=g, dtype=torch.float64, requires_grad=True)
+    lengths = [5, 2, 4, 1]
+    em = torch.randn(4, 5, 3, generator=g, dtype=torch.float64, requires_grad=True)
+    w = torch.tensor([1.0, -2.0, 0.5, 3.0], dtype=torch.float64)
     mask = torch.tensor([[t < n for t in range(5)] for n in lengths])
-    crf.log_partition(em, mask).sum().backward()
-    marg = crf.marginals(em.detach(), mask)
-    assert torch.allclose(em.grad, marg, atol=1e-10)
+    (crf.log_partition(em, mask) * w).sum().backward()
+    params = [crf.transitions, crf.start, crf.end]
+    got = [em.grad] + [p.grad for p in params]
+    for p in params:
+        p.grad = None
+    em2 = em.detach().clone().requires_grad_()
+    sum(
+        w[i] * enumerated_log_z(crf, em2[i], n) for i, n in enumerate(lengths)
+    ).backward()
+    want = [em2.grad] + [p.grad for p in params]
+    for a, b in zip(got, want, strict=True):
+        assert torch.allclose(a, b, atol=1e-10)
+
+
+def test_log_z_passes_gradcheck():
+    """The forward algorithm's gradient against finite differences."""
+    crf, g = random_case(3, 4, True, False)
+    em = torch.randn(3, 4, 4, generator=g, dtype=torch.float64, requires_grad=True)
+    trans = torch.randn(4, 4, generator=g, dtype=torch.float64, requires_grad=True)
+    first = torch.randn(4, generator=g, dtype=torch.float64, requires_grad=True)
+    last = torch.randn(4, generator=g, dtype=torch.float64, requires_grad=True)
+    mask = torch.tensor([[True] * 4, [True, True, False, False], [True] + [False] * 3])
+    assert torch.autograd.gradcheck(
+        lambda e, tr, fi, la: torch.logsumexp(alphas(e, tr, fi, mask)[-1] + la, 1),
+        (em, trans, first, last),
+    )
+
+
+def test_marginals_are_the_enumerated_posteriors():
+    crf, g = random_case(7, 3, True, True)
+    crf.double()
+    lengths = [4, 2, 1]
+    em = torch.randn(3, 4, 3, generator=g, dtype=torch.float64)
+    mask = torch.tensor([[t < n for t in range(4)] for n in lengths])
+    marg = crf.marginals(em, mask)
+    for i, n in enumerate(lengths):
+        log_z, _, _, scores = brute_force(crf, em[i], n)
+        want = torch.zeros(4, 3, dtype=torch.float64)
+        for ys, s in scores.items():
+            for t, y in enumerate(ys):
+                want[t, y] += math.exp(s - log_z)
+        assert torch.allclose(marg[i], want, atol=1e-10)
     # marginals of real tokens sum to one; padding gets none
     assert torch.allclose(marg.sum(-1), mask.double())
 

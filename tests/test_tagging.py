@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from firth.accel import Accel
 from firth.checkpoint import Checkpoint
-from firth.tagging.data import UNK, Vocab, encode, make_batch, norm
+from firth.tagging.data import PAD, UNK, Vocab, encode, make_batch, norm
 from firth.tagging.evaluate import (
     baselines,
     breaks_bio,
@@ -107,12 +107,13 @@ def test_character_features_do_not_depend_on_padding(kind):
         assert torch.allclose(together[i], alone[0], atol=1e-6)
 
 
-def test_char_cnn_groups_words_by_length_to_the_same_features():
+@pytest.mark.parametrize("width", [3, 4])
+def test_char_cnn_groups_words_by_length_to_the_same_features(width):
     """Words of 1 to 70 characters (a URL pads a whole tweet's words) convolved in
     length groups give the features of one convolution over the padded batch,
-    written out (embedding, convolution, masked max), gradients included."""
+    written out (embedding, torch's convolution, masked max), gradients included."""
     torch.manual_seed(0)
-    mod = CharCNN(30, 5, 6, 3)
+    mod = CharCNN(30, 5, 6, width)
     gen = torch.Generator().manual_seed(1)
     lengths = [1, 3, 8, 9, 16, 17, 33, 70, 4, 2]
     chars = torch.zeros(len(lengths), 70, dtype=torch.long)
@@ -122,9 +123,13 @@ def test_char_cnn_groups_words_by_length_to_the_same_features():
     x = mod.conv(mod.emb(chars).transpose(1, 2))[:, :, :70]
     whole = x.masked_fill((chars == 0).unsqueeze(1), float("-inf")).max(2).values
     assert torch.allclose(grouped, whole, atol=1e-6)
-    (g1,) = torch.autograd.grad(grouped.sum(), mod.conv.weight)
-    (g2,) = torch.autograd.grad(whole.sum(), mod.conv.weight)
-    assert torch.allclose(g1, g2, atol=1e-5)
+    params = [mod.conv.weight, mod.conv.bias, mod.emb.weight]
+    for g1, g2 in zip(
+        torch.autograd.grad(grouped.sum(), params),
+        torch.autograd.grad(whole.sum(), params),
+        strict=True,
+    ):
+        assert torch.allclose(g1, g2, atol=1e-5)
 
 
 def test_make_batch_pads_words_tags_and_characters():
@@ -187,10 +192,11 @@ def test_char_lstm_is_the_final_states_of_a_plain_bilstm():
     mod = CharLSTM(20, 5, 4)
     w = torch.tensor([[3, 4, 5, 6]])
     x = mod.emb(w)
-    out, _ = mod.lstm(x)  # unpadded: forward state at the end, backward at the start
-    assert torch.allclose(
-        mod(w)[0], torch.cat([out[0, -1, :4], out[0, 0, 4:]]), atol=1e-6
-    )
+    out, _ = mod.lstm(x, torch.tensor([4]))  # forward state at the end, backward first
+    want = torch.cat([out[0, -1, :4], out[0, 0, 4:]])
+    assert torch.allclose(mod(w)[0], want, atol=1e-6)
+    padded = torch.tensor([[3, 4, 5, 6, PAD, PAD], [7, PAD, PAD, PAD, PAD, PAD]])
+    assert torch.allclose(mod(padded)[0], want, atol=1e-6)
 
 
 @pytest.mark.parametrize("head", ["crf", "softmax"])

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import torch
 from torch import nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from firth.layers import BiRNN
 from firth.sources.nli import LABELS
 
 
@@ -21,16 +21,11 @@ class Encoder(nn.Module):
         super().__init__()
         self.emb = nn.Embedding(vocab, emb_dim, padding_idx=0)
         self.drop = nn.Dropout(dropout)
-        self.lstm = nn.LSTM(emb_dim, hidden, batch_first=True, bidirectional=True)
+        self.lstm = BiRNN("lstm", emb_dim, hidden)
 
     def forward(self, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         """(B, T) ids, (B,) lengths -> (B, 2 * hidden) max over real positions."""
-        x = self.drop(self.emb(ids))
-        packed = pack_padded_sequence(
-            x, lengths.cpu(), batch_first=True, enforce_sorted=False
-        )
-        out, _ = self.lstm(packed)
-        out, _ = pad_packed_sequence(out, batch_first=True, total_length=ids.shape[1])
+        out, _ = self.lstm(self.drop(self.emb(ids)), lengths)
         mask = (
             torch.arange(ids.shape[1], device=ids.device)[None, :]
             < lengths.to(ids.device)[:, None]

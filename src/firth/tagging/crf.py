@@ -53,6 +53,33 @@ def bio_constraints(tags: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
     return allowed, first
 
 
+def alphas(emissions, trans, first, mask) -> list:
+    """Forward variables alpha_t (B, K) for every t (frozen past a sentence's end):
+    alpha_t(j) = log sum over y_1..y_t with y_t = j of the score so far."""
+    trans = trans.unsqueeze(0)  # (1, K_from, K_to)
+    alpha = first + emissions[:, 0]
+    out = [alpha]
+    for t in range(1, emissions.shape[1]):
+        nxt = torch.logsumexp(alpha.unsqueeze(2) + trans, dim=1) + emissions[:, t]
+        alpha = torch.where(mask[:, t, None], nxt, alpha)
+        out.append(alpha)
+    return out
+
+
+def betas(emissions, trans, last, mask) -> list:
+    """Backward variables beta_t (B, K): beta_t(i) = log sum over the continuations
+    y_{t+1}..y_n of their score (the end score included), given y_t = i; ``last``
+    at the last real token and after it."""
+    beta = last.expand_as(emissions[:, 0])
+    out = [beta] * emissions.shape[1]
+    for t in range(emissions.shape[1] - 2, -1, -1):
+        nxt = torch.logsumexp(trans + (emissions[:, t + 1] + beta).unsqueeze(1), dim=2)
+        # while t+1 is padding, t is the last real token (or padding): keep end
+        beta = torch.where(mask[:, t + 1, None], nxt, beta)
+        out[t] = beta
+    return out
+
+
 class CRF(nn.Module):
     def __init__(
         self,
@@ -107,24 +134,14 @@ class CRF(nn.Module):
             raise ValueError("every sentence needs at least one token (mask[:, 0])")
 
     def _alphas(self, emissions: torch.Tensor, mask: torch.Tensor) -> list:
-        """Forward variables alpha_t (B, K) for every t (frozen past a sentence's
-        end)."""
-        trans = self.trans().unsqueeze(0)  # (1, K_from, K_to)
-        alpha = self.first() + emissions[:, 0]
-        out = [alpha]
-        for t in range(1, emissions.shape[1]):
-            nxt = torch.logsumexp(alpha.unsqueeze(2) + trans, dim=1) + emissions[:, t]
-            alpha = torch.where(mask[:, t, None], nxt, alpha)
-            out.append(alpha)
-        return out
+        return alphas(emissions, self.trans(), self.first(), mask)
 
     def log_partition(
         self, emissions: torch.Tensor, mask: torch.Tensor
     ) -> torch.Tensor:
         """log Z per sentence, (B,)."""
         self._check(emissions, mask)
-        mask = mask.bool()
-        alpha = self._alphas(emissions, mask)[-1]
+        alpha = self._alphas(emissions, mask.bool())[-1]
         return torch.logsumexp(alpha + self.last(), dim=1)
 
     def score(
@@ -153,25 +170,11 @@ class CRF(nn.Module):
         """p(y_t = k | x) by forward-backward, (B, T, K) (zero past the end)."""
         self._check(emissions, mask)
         mask = mask.bool()
-        trans = self.trans().unsqueeze(0)
-        alphas = self._alphas(emissions, mask)
-        n = emissions.shape[1]
-        # beta_t(i) = log sum over continuations of t+1..end, given y_t = i
-        beta = self.last().expand_as(emissions[:, 0]).clone()
-        betas = [beta] * n
-        for t in range(n - 2, -1, -1):
-            nxt = torch.logsumexp(
-                trans + (emissions[:, t + 1] + beta).unsqueeze(1), dim=2
-            )
-            # while t+1 is padding, t is the last real token (or padding): keep end
-            beta = torch.where(mask[:, t + 1, None], nxt, beta)
-            betas[t] = beta
-        log_z = torch.logsumexp(alphas[-1] + self.last(), dim=1)
-        post = (
-            torch.stack([a + b for a, b in zip(alphas, betas, strict=True)], 1)
-            - log_z[:, None, None]
-        )
-        return post.exp() * mask.unsqueeze(2)
+        trans, last = self.trans(), self.last()
+        a = torch.stack(alphas(emissions, trans, self.first(), mask), 1)
+        b = torch.stack(betas(emissions, trans, last, mask), 1)
+        log_z = torch.logsumexp(a[:, -1] + last, dim=1)
+        return (a + b - log_z[:, None, None]).exp() * mask.unsqueeze(2)
 
     # -- decoding ---------------------------------------------------------------
     @torch.no_grad()

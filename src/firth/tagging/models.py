@@ -19,8 +19,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.nn.utils.rnn import pack_padded_sequence
 
+from firth.layers import BiRNN, Dropout
 from firth.tagging.crf import CRF, bio_constraints
 from firth.tagging.data import PAD, Batch
 
@@ -44,7 +44,7 @@ class CharCNN(nn.Module):
         the features are the same; the work is not, where one long token (a URL in
         a tweet) would pad every word of the batch to its length."""
         lengths = (chars != PAD).sum(1).clamp(min=1)
-        parts, order = [], []
+        out = None
         lo = 0
         for hi in (*GROUP_EDGES, chars.shape[1]):
             if hi <= lo:
@@ -53,33 +53,38 @@ class CharCNN(nn.Module):
             lo = hi
             if rows.numel():
                 width = int(lengths[rows].max())
-                parts.append(self._features(chars[rows, :width]))
-                order.append(rows)
-        out = torch.cat(parts)
-        return out[torch.argsort(torch.cat(order))]
+                part = self._features(chars[rows, :width])
+                if out is None:
+                    out = part.new_zeros(len(chars), part.shape[1])
+                out = out.index_copy(0, rows, part)
+        return out
 
     def _features(self, chars: torch.Tensor) -> torch.Tensor:
-        x = self.conv(self.emb(chars).transpose(1, 2))  # (N, F, L')
-        x = x[:, :, : chars.shape[1]]
-        x = x.masked_fill((chars == PAD).unsqueeze(1), float("-inf"))
-        return x.max(2).values
+        """The convolution as one product: each position's window of ``width``
+        character ids (padded as the convolution pads: the padding row embeds to
+        zeros) embedded and multiplied by the filters. Conv1d's kernel, and
+        windows sliced from the embedded characters (each slice's backward a
+        zero-filled copy), cost more at these sizes: a few hundred words of under
+        32 characters a batch."""
+        w = self.conv.weight  # (F, dim, width)
+        width = w.shape[2]
+        ids = F.pad(chars, (width // 2, width - 1 - width // 2), value=PAD)
+        x = self.emb(ids.unfold(1, width, 1))  # (N, L, width, dim)
+        x = F.linear(x.flatten(2), w.permute(0, 2, 1).flatten(1), self.conv.bias)
+        x = x.masked_fill((chars == PAD).unsqueeze(2), float("-inf"))
+        return x.max(1).values
 
 
 class CharLSTM(nn.Module):
     def __init__(self, n_chars: int, dim: int, hidden: int):
         super().__init__()
         self.emb = nn.Embedding(n_chars, dim, padding_idx=PAD)
-        self.lstm = nn.LSTM(dim, hidden, batch_first=True, bidirectional=True)
+        self.lstm = BiRNN("lstm", dim, hidden)
         self.out_dim = 2 * hidden
 
     def forward(self, chars: torch.Tensor) -> torch.Tensor:
         """chars (N, L) -> (N, 2 * hidden): last forward and first backward states."""
-        lengths = (chars != PAD).sum(1).cpu()
-        packed = pack_padded_sequence(
-            self.emb(chars), lengths, batch_first=True, enforce_sorted=False
-        )
-        _, (h, _) = self.lstm(packed)
-        return torch.cat([h[0], h[1]], 1)
+        return self.lstm(self.emb(chars), (chars != PAD).sum(1))[1]
 
 
 class Tagger(nn.Module):
@@ -114,8 +119,8 @@ class Tagger(nn.Module):
         else:
             raise ValueError(f"unknown character features {chars!r}")
         feat = word_dim + (self.chars.out_dim if self.chars is not None else 0)
-        self.drop = nn.Dropout(dropout)
-        self.lstm = nn.LSTM(feat, hidden, batch_first=True, bidirectional=True)
+        self.drop = Dropout(dropout)
+        self.lstm = BiRNN("lstm", feat, hidden)
         self.out = nn.Linear(2 * hidden, len(tags))
         self.bio = bio_constraints(tags)  # (allowed, first): all True unless BIO
         if head == "crf":
@@ -151,15 +156,7 @@ class Tagger(nn.Module):
             feats = x.new_zeros(*b.words.shape, self.chars.out_dim)
             feats[b.mask] = self.chars(flat).to(feats.dtype)  # bf16 under autocast
             x = torch.cat([x, feats], -1)
-        x = self.drop(x)
-        lengths = b.mask.sum(1).cpu()
-        packed = pack_padded_sequence(
-            x, lengths, batch_first=True, enforce_sorted=False
-        )
-        out, _ = self.lstm(packed)
-        out, _ = nn.utils.rnn.pad_packed_sequence(
-            out, batch_first=True, total_length=x.shape[1]
-        )
+        out, _ = self.lstm(self.drop(x), b.mask.sum(1))
         return self.out(self.drop(out))
 
     def loss(self, b: Batch) -> torch.Tensor:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import torch
 from torch import nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from firth.layers import BiRNN
 from firth.nmt.data import UNK
 from firth.nmt.models.attention import Attention
 from firth.nmt.models.base import Seq2Seq
@@ -21,28 +21,14 @@ from firth.nmt.models.pointer import PointerGenerator
 class Encoder(nn.Module):
     def __init__(self, cell: str, emb_dim: int, hidden: int, layers: int, dropout):
         super().__init__()
-        cls = nn.GRU if cell == "gru" else nn.LSTM
-        self.rnn = cls(
-            emb_dim,
-            hidden // 2,
-            layers,
-            batch_first=True,
-            bidirectional=True,
-            dropout=dropout if layers > 1 else 0.0,
+        self.rnn = BiRNN(
+            cell, emb_dim, hidden // 2, layers, dropout if layers > 1 else 0.0
         )
 
     def forward(self, emb: torch.Tensor, mask: torch.Tensor):
         """Annotations (B, S, hidden), zero on padding, and the summary
         [h_fwd at the last real token; h_bwd at the first] (B, hidden)."""
-        lengths = mask.sum(1).cpu()
-        packed = pack_padded_sequence(
-            emb, lengths, batch_first=True, enforce_sorted=False
-        )
-        out, h = self.rnn(packed)
-        out, _ = pad_packed_sequence(out, batch_first=True, total_length=emb.shape[1])
-        if isinstance(h, tuple):
-            h = h[0]
-        return out, torch.cat([h[-2], h[-1]], dim=-1)
+        return self.rnn(emb, mask.sum(1))
 
 
 class Cell(nn.Module):
