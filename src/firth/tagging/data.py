@@ -12,10 +12,10 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 
 import torch
-from torch.nn.utils.rnn import pad_sequence
 
 from firth.accel import mover
 from firth.errors import DataError
@@ -121,16 +121,21 @@ def make_batch(data: Encoded, idx: list[int], words: list[list[int]] | None = No
     word dropout)."""
     words = words if words is not None else [data.words[i] for i in idx]
     rows = [data.char_rows(i) for i in idx]
-    n = max(len(w) for w in words)
+    lengths = [len(w) for w in words]
+    n = max(lengths)
     m = max(r.shape[1] for r in rows)
-    w = pad_sequence([torch.tensor(x) for x in words], batch_first=True)
-    t = pad_sequence(
-        [torch.tensor(data.tags[i]) for i in idx], batch_first=True, padding_value=-1
+    mask = torch.arange(n) < torch.tensor(lengths)[:, None]
+    # the real positions in row order are the sentences' tokens in order
+    w = torch.full((len(idx), n), PAD, dtype=torch.long)
+    w[mask] = torch.tensor(list(chain.from_iterable(words)), dtype=torch.long)
+    t = torch.full((len(idx), n), -1, dtype=torch.long)
+    t[mask] = torch.tensor(
+        list(chain.from_iterable(data.tags[i] for i in idx)), dtype=torch.long
     )
     c = torch.zeros(len(idx), n, m, dtype=torch.long)
     for r, row in enumerate(rows):
         c[r, : row.shape[0], : row.shape[1]] = row
-    return Batch(w, c, t, w != PAD)
+    return Batch(w, c, t, mask)
 
 
 def length_batches(lengths: list[int], size: int) -> list[list[int]]:

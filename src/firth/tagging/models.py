@@ -152,10 +152,14 @@ class Tagger(nn.Module):
     def emissions(self, b: Batch) -> torch.Tensor:
         x = self.word_emb(b.words)
         if self.chars is not None:
-            flat = b.chars[b.mask]  # (N real tokens, L)
-            feats = x.new_zeros(*b.words.shape, self.chars.out_dim)
-            feats[b.mask] = self.chars(flat).to(feats.dtype)  # bf16 under autocast
-            x = torch.cat([x, feats], -1)
+            real = b.mask.flatten().nonzero().squeeze(1)  # real tokens in row order
+            feats = self.chars(b.chars.flatten(0, 1)[real])
+            feats = x.new_zeros(b.mask.numel(), feats.shape[1]).index_copy(
+                0,
+                real,
+                feats.to(x.dtype),  # bf16 under autocast
+            )
+            x = torch.cat([x, feats.view(*b.mask.shape, -1)], -1)
         out, _ = self.lstm(self.drop(x), b.mask.sum(1))
         return self.out(self.drop(out))
 
