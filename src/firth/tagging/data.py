@@ -86,10 +86,10 @@ class Encoded:
     def char_rows(self, i: int) -> torch.Tensor:
         if i not in self._char_rows:
             cs = self.chars[i]
-            row = torch.zeros(len(cs), max(len(c) for c in cs), dtype=torch.long)
-            for j, c in enumerate(cs):
-                row[j, : len(c)] = torch.tensor(c, dtype=torch.long)
-            self._char_rows[i] = row
+            m = max(len(c) for c in cs)
+            self._char_rows[i] = torch.tensor(
+                [c + [PAD] * (m - len(c)) for c in cs], dtype=torch.long
+            )
         return self._char_rows[i]
 
 
