@@ -5,7 +5,7 @@ shorter than one interval still validates (and so keeps weights) once."""
 import pytest
 import torch
 
-from firth.training import Plan, Task, fit
+from firth.training import Plan, Task, clip_gradients, fit
 
 
 def validations(steps: int, every: int) -> list[int]:
@@ -126,3 +126,27 @@ def test_a_step_budget_cuts_the_plan_and_still_validates():
     assert cut.best_state is not None and cut.trained == 7 * 4
     assert cut.stats["planned_steps"] == 7 and full.stats["planned_steps"] == 40
     assert [r["step"] for r in full.history] == [10, 20, 30, 40]
+
+
+@pytest.mark.parametrize("scale", [1e-3, 1.0, 1e3])
+def test_clip_gradients_is_torchs_clip_to_the_bit(scale):
+    """Within the norm (no multiply) and beyond it (scaled), with a parameter
+    that got no gradient, against torch.nn.utils.clip_grad_norm_."""
+    g = torch.Generator().manual_seed(0)
+    shapes = [(50, 20), (20,), (7, 3, 2), (4,)]
+    ours, theirs = [], []
+    for i, shape in enumerate(shapes):
+        grad = torch.randn(shape, generator=g) * scale
+        for out in (ours, theirs):
+            p = torch.nn.Parameter(torch.zeros(shape))
+            p.grad = None if i == 3 else grad.clone()
+            out.append(p)
+    clip_gradients(ours, 5.0)
+    torch.nn.utils.clip_grad_norm_(theirs, 5.0)
+    for a, b in zip(ours, theirs, strict=True):
+        assert (a.grad is None) == (b.grad is None)
+        assert a.grad is None or torch.equal(a.grad, b.grad)
+    if scale > 1:
+        flat = torch.cat([p.grad.flatten() for p in ours[:3]])
+        total = torch.linalg.vector_norm(flat)
+        assert float(total) == pytest.approx(5.0, rel=1e-5)
