@@ -4,8 +4,9 @@ For the NMT (Bahdanau, GRU), LSTM LM and CRF tagger trainers at the default
 params, on real batches of the default's training data (``--from``: a checkout
 after `make run`): the matrix-product FLOPs of one training step (forward and
 backward, counted by torch.utils.flop_counter on the batches the stage would
-draw first) per example, and the examples per second of the bare step (forward,
-backward, the fused AdamW update; no batching, validation or start-up), so its
+draw first, and from its shapes for an LSTM the counter cannot see) per example,
+and the examples per second of the bare step (forward, backward, the fused AdamW
+update; no batching, validation or start-up), so its
 achieved GFLOP/s. Beside them the machine's rate on one large square matrix
 product (fp32 and bfloat16, one thread: the most its cores do on dense
 arithmetic), hence each trainer's ceiling: the examples per second it would
@@ -152,6 +153,45 @@ def tagger_case(origin: Path, n: int):
 CASES = {"nmt": nmt_case, "lm": lm_case, "tagger": tagger_case}
 
 
+def counter_sees_lstm() -> bool:
+    """Whether FlopCounterMode counts nn.LSTM's products here: on CPU torch runs
+    a padded batch through oneDNN's fused LSTM kernel, which has no FLOP formula
+    (it counts 0), while the per-step fallback's products are counted."""
+    lstm = torch.nn.LSTM(4, 4, batch_first=True)
+    with FlopCounterMode(display=False) as counter:
+        lstm(torch.randn(1, 2, 4, requires_grad=True))[0].sum().backward()
+    return counter.get_total_flops() > 0
+
+
+class LstmFlops:
+    """The products of every nn.LSTM call in ``model``, counted from its shapes:
+    per layer and direction 2 x tokens x 4H x (input + H) forward, twice that
+    backward (the input and the weight gradients); padded positions count, since
+    the kernel runs them."""
+
+    def __init__(self, model: torch.nn.Module):
+        self.flops = 0
+        self.handles = [
+            m.register_forward_hook(self.count)
+            for m in model.modules()
+            if isinstance(m, torch.nn.LSTM)
+        ]
+
+    def count(self, m: torch.nn.LSTM, args, _out) -> None:
+        x = args[0]
+        data = x.data if isinstance(x, torch.nn.utils.rnn.PackedSequence) else x
+        tokens = data.shape[:-1].numel()
+        dirs = 2 if m.bidirectional else 1
+        for layer in range(m.num_layers):
+            inp = m.input_size if layer == 0 else m.hidden_size * dirs
+            h = m.hidden_size
+            self.flops += 3 * 2 * tokens * 4 * h * (inp + h) * dirs
+
+    def close(self) -> None:
+        for h in self.handles:
+            h.remove()
+
+
 def measure(case, origin: Path, n: int, repeats: int) -> dict:
     model, batches, loss, examples, unit = case(origin, n)
     model.train()
@@ -164,10 +204,13 @@ def measure(case, origin: Path, n: int, repeats: int) -> dict:
         objective.float().backward()
         opt.step()
 
+    lstm = None if counter_sees_lstm() else LstmFlops(model)
     with FlopCounterMode(display=False) as counter:
         for b in batches:
             step(b)
-    flops = counter.get_total_flops() / sum(examples)
+    if lstm is not None:
+        lstm.close()
+    flops = (counter.get_total_flops() + (lstm.flops if lstm else 0)) / sum(examples)
     rates = {}
     for bf16 in (False, True):
         times = []
