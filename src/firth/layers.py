@@ -7,8 +7,9 @@ packing.
 translation encoder and the NLI encoder need: the forward direction stops at each
 sentence's last token and the backward direction starts there. On CPU torch runs a
 packed sequence through its generic per-time-step kernel (a zero-filled gradient
-buffer per step), while a padded batch goes to the fused oneDNN kernel: 2.5x faster
-for the tagger's BiLSTM (16 sentences of 20 tokens, forward and backward).
+buffer per step), while a padded batch goes to the fused oneDNN kernel: 2.4x faster
+for the tagger's BiLSTM and 1.4x for the translation encoder's BiGRU, forward and
+backward (``benchmarks/layer_speed.py``).
 
 ``BiRNN`` gets the packed result from padded batches: the forward direction reads
 the batch as it is (left-aligned, so the padding comes after every real token and
@@ -21,9 +22,9 @@ weights; a layer above the first reads both directions of the one below, with
 dropout between layers as torch applies it.
 
 ``Dropout``: inverted dropout whose mask is ``rand >= p`` rather than torch's
-``bernoulli_``, which on CPU takes twice as long at the taggers' sizes (16
-sentences of 20 tokens: 0.54 against 0.99 ms forward and backward). The same
-distribution, not the same draws.
+``bernoulli_``, which on CPU takes 2.3x as long at the tagger's sizes (forward and
+backward, ``benchmarks/layer_speed.py``). The same distribution, not the same
+draws.
 """
 
 from __future__ import annotations

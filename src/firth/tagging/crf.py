@@ -141,8 +141,8 @@ class CRF(nn.Module):
     ) -> torch.Tensor:
         """log Z per sentence, (B,). The recursion runs on over the padding too
         (finite emissions there: nothing reads them) and each sentence's alpha is
-        read at its last token: one gather in place of a ``where`` per step, 15%
-        off the CRF's forward and backward at the tagger's sizes."""
+        read at its last token: one gather in place of a ``where`` per step (1.08x
+        the forward and backward at the tagger's sizes, benchmarks/layer_speed.py)."""
         self._check(emissions, mask)
         trans = self.trans().unsqueeze(0)  # (1, K_from, K_to)
         alpha = self.first() + emissions[:, 0]
