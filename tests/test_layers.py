@@ -3,7 +3,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from firth.layers import BiRNN, flip
+from firth.layers import BiRNN, Dropout, flip
 
 
 def test_flip_reverses_each_row_within_its_length():
@@ -55,3 +55,24 @@ def test_birnn_is_the_packed_bidirectional_module(cell, layers):
 def test_birnn_rejects_an_unknown_cell():
     with pytest.raises(ValueError, match="rnn"):
         BiRNN("rnn", 3, 2)
+
+
+def test_dropout_zeroes_p_of_the_elements_and_rescales_the_rest():
+    torch.manual_seed(0)
+    drop = Dropout(0.3)
+    x = torch.full((200, 500), 2.0, requires_grad=True)
+    y = drop(x)
+    kept = y != 0
+    assert abs(1 - kept.float().mean().item() - 0.3) < 0.01  # 100,000 draws
+    assert torch.allclose(y[kept], torch.tensor(2.0 / 0.7))
+    y.sum().backward()  # the gradient is the same mask and scale
+    assert torch.allclose(x.grad, kept.float() / 0.7)
+    assert not torch.equal(drop(x), y)  # a new mask each call
+
+
+def test_dropout_is_the_identity_in_evaluation_and_at_zero():
+    x = torch.randn(4, 5)
+    assert Dropout(0.5).eval()(x) is x
+    assert Dropout(0.0)(x) is x
+    with pytest.raises(ValueError, match="dropout"):
+        Dropout(1.0)
