@@ -34,13 +34,23 @@ import torch.nn.functional as F
 from torch import nn
 
 
+def flip_index(lengths: torch.Tensor, steps: int) -> torch.Tensor:
+    """(B, T) positions that reverse each row within its first ``lengths[b]``
+    and keep the positions after them (``lengths`` on the rows' device)."""
+    t = torch.arange(steps, device=lengths.device)
+    n = lengths[:, None]
+    return torch.where(t < n, n - 1 - t, t)
+
+
+def reorder(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+    """``x`` (B, T, ...) with each row's positions taken in ``idx`` (B, T) order."""
+    return x.gather(1, idx.view(*idx.shape, *([1] * (x.dim() - 2))).expand_as(x))
+
+
 def flip(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     """Each row of ``x`` (B, T, ...) reversed within its first ``lengths[b]``
     positions; the positions after them stay where they are. Its own inverse."""
-    t = torch.arange(x.shape[1], device=x.device)
-    n = lengths.to(x.device)[:, None]
-    idx = torch.where(t < n, n - 1 - t, t)
-    return x.gather(1, idx.view(*idx.shape, *([1] * (x.dim() - 2))).expand_as(x))
+    return reorder(x, flip_index(lengths.to(x.device), x.shape[1]))
 
 
 class BiRNN(nn.Module):
@@ -66,15 +76,17 @@ class BiRNN(nn.Module):
         2 * hidden), zero past each sentence's end; final states (B, 2 * hidden):
         the top layer's forward state at the last token and backward state at the
         first), as the packed bidirectional module gives them."""
-        mask = torch.arange(x.shape[1], device=x.device) < lengths.to(x.device)[:, None]
-        mask = mask.unsqueeze(2)
+        lengths = lengths.to(x.device)
+        t = torch.arange(x.shape[1], device=x.device)
+        mask = (t < lengths[:, None]).unsqueeze(2)
+        rev = flip_index(lengths, x.shape[1])  # one index for every reversal
         for i in range(0, len(self.dirs), 2):
             if i:
                 x = F.dropout(x, self.dropout, self.training)
             fwd, _ = self.dirs[i](x)
-            bwd, _ = self.dirs[i + 1](flip(x, lengths))
-            x = torch.cat([fwd, flip(bwd, lengths)], 2) * mask
-        last = (lengths.to(x.device) - 1).view(-1, 1, 1).expand(-1, 1, self.hidden)
+            bwd, _ = self.dirs[i + 1](reorder(x, rev))
+            x = torch.cat([fwd, reorder(bwd, rev)], 2) * mask
+        last = (lengths - 1).view(-1, 1, 1).expand(-1, 1, self.hidden)
         final = torch.cat(
             [x[:, :, : self.hidden].gather(1, last)[:, 0], x[:, 0, self.hidden :]], 1
         )

@@ -53,15 +53,17 @@ def bio_constraints(tags: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
     return allowed, first
 
 
-def alphas(emissions, trans, first, mask) -> list:
-    """Forward variables alpha_t (B, K) for every t (frozen past a sentence's end):
-    alpha_t(j) = log sum over y_1..y_t with y_t = j of the score so far."""
+def alphas(emissions, trans, first, mask=None) -> list:
+    """Forward variables alpha_t (B, K) for every t: alpha_t(j) = log sum over
+    y_1..y_t with y_t = j of the score so far. With ``mask``, frozen past each
+    sentence's end; without it the recursion runs on over the padding (its values
+    there are for nobody to read)."""
     trans = trans.unsqueeze(0)  # (1, K_from, K_to)
     alpha = first + emissions[:, 0]
     out = [alpha]
     for t in range(1, emissions.shape[1]):
         nxt = torch.logsumexp(alpha.unsqueeze(2) + trans, dim=1) + emissions[:, t]
-        alpha = torch.where(mask[:, t, None], nxt, alpha)
+        alpha = nxt if mask is None else torch.where(mask[:, t, None], nxt, alpha)
         out.append(alpha)
     return out
 
@@ -133,9 +135,6 @@ class CRF(nn.Module):
         if mask.shape[1] and not bool(mask[:, 0].all()):
             raise ValueError("every sentence needs at least one token (mask[:, 0])")
 
-    def _alphas(self, emissions: torch.Tensor, mask: torch.Tensor) -> list:
-        return alphas(emissions, self.trans(), self.first(), mask)
-
     def log_partition(
         self, emissions: torch.Tensor, mask: torch.Tensor
     ) -> torch.Tensor:
@@ -144,12 +143,7 @@ class CRF(nn.Module):
         read at its last token: one gather in place of a ``where`` per step (1.08x
         the forward and backward at the tagger's sizes, benchmarks/layer_speed.py)."""
         self._check(emissions, mask)
-        trans = self.trans().unsqueeze(0)  # (1, K_from, K_to)
-        alpha = self.first() + emissions[:, 0]
-        out = [alpha]
-        for t in range(1, emissions.shape[1]):
-            alpha = torch.logsumexp(alpha.unsqueeze(2) + trans, dim=1) + emissions[:, t]
-            out.append(alpha)
+        out = alphas(emissions, self.trans(), self.first())
         end = (mask.sum(1) - 1).view(-1, 1, 1).expand(-1, 1, self.num_tags)
         alpha = torch.stack(out, 1).gather(1, end).squeeze(1)
         return torch.logsumexp(alpha + self.last(), dim=1)
