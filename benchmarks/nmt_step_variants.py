@@ -1,6 +1,6 @@
-"""What hand-written gradients would buy the Bahdanau trainer's step on the CPU.
+"""What rewriting the Bahdanau trainer's step could buy on the CPU, and its bound.
 
-Two rewrites of the teacher-forced step, measured against the model as it is
+Three rewrites of the teacher-forced step, measured against the model as it is
 (firth.nmt.models.Bahdanau under autograd) on real batches of the default's
 training data (benchmarks/roofline.py's ``nmt_case``), one thread:
 
@@ -13,7 +13,23 @@ training data (benchmarks/roofline.py's ``nmt_case``), one thread:
 - ``recurrence+loss``: that, plus the output layer and the label-smoothed
   cross-entropy fused and chunked (the logits of 256 target positions at a time,
   their gradient computed in the forward, so the full logit matrix is never
-  written out).
+  written out);
+- ``torch.compile``: Firth's own step with the decoder's step compiled by
+  inductor (dynamic shapes; the compilation happens in the warm-up).
+
+Beside them, the step's parts that are not the decoder's recurrence, each timed
+alone on the same batches with its own forward and backward: the encoder
+(embeddings, dropout, the bidirectional GRU, the attention keys), the output
+layer with the label-smoothed loss (on stand-in features of the decoder's
+shape), and the AdamW update. What is left of the whole step is the decoder's
+loop (attention, cell, readout). ``free_recurrence_bound`` is the whole step's
+time over the parts' sum: the speed-up the step would have if the decoder's loop
+cost nothing, which bounds any rewrite of it (torch.compile, hand-written
+kernels) while the encoder, the output layer and the update stay library calls.
+``peak_recurrence_bound`` is tighter and still generous: the decoder's loop costs
+its matrix-product FLOPs (the whole step's, counted by
+torch.utils.flop_counter, less the parts') at this CPU's one-thread rate on a
+2048^3 product, and its elementwise work nothing.
 
 Before timing, each rewrite's loss and every parameter gradient are checked
 against autograd's in float64 on a small batch (the script stops on a mismatch).
@@ -39,7 +55,8 @@ from types import SimpleNamespace
 import torch
 import torch.nn.functional as F
 from common import head_commit, machine, write_result
-from roofline import nmt_case
+from roofline import gemm_rate, nmt_case
+from torch.utils.flop_counter import FlopCounterMode
 
 from firth.nmt.data import PAD
 from firth.nmt.models import build_model
@@ -194,6 +211,41 @@ def rewritten_loss(model, b, eps, fused_loss: bool):
     )
 
 
+def encoder_part(model, b, eps):
+    """The encoder's forward and a backward through all it returns."""
+    memory = model.encode(b.src, b.src_mask)
+    return memory["values"].sum() + memory["keys"].sum() + memory["summary"].sum()
+
+
+def output_part(model, b, eps):
+    """The output layer and the smoothed loss over stand-in decoder features."""
+    feats = torch.randn(*b.tgt_in.shape, model.emb_dim, requires_grad=True)
+    logits = model.logits(feats)
+    return F.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]),
+        b.tgt_out.reshape(-1),
+        ignore_index=PAD,
+        label_smoothing=eps,
+        reduction="sum",
+    )
+
+
+def compiled_step(model, b, eps):
+    """Firth's step with the decoder's step (``advance``) under torch.compile
+    (inductor's generated C++, dynamic shapes: one compilation for every batch)."""
+    if "compiled" not in model.__dict__:
+        model.compiled = torch.compile(model.advance, dynamic=True)
+    model.advance = model.compiled
+    try:
+        return loss_sum(model, b, eps)
+    finally:
+        del model.advance  # the class's method again
+
+
+COMPILED = {"torch.compile (the decoder step)": compiled_step}
+
+PARTS = {"encoder": encoder_part, "output layer and loss": output_part}
+
 VARIANTS = {
     "autograd (Firth's step)": loss_sum,  # the trainer's own loss
     "recurrence": lambda m, b, eps: rewritten_loss(m, b, eps, False),
@@ -243,24 +295,58 @@ def main() -> None:
     print("gradients match autograd's (float64):", errors)
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
-    times: dict[str, list[float]] = {name: [] for name in VARIANTS}
+    flops = {}  # matrix-product FLOPs of forward and backward over the batches
+    for name, fn in [("whole", loss_sum), *PARTS.items()]:
+        with FlopCounterMode(display=False) as counter:
+            for b in batches:
+                fn(model, b, eps).backward()
+        flops[name] = counter.get_total_flops()
+    model.zero_grad()
+    peak = gemm_rate(torch.float32)
+    timed = VARIANTS | COMPILED | PARTS
+    times: dict[str, list[float]] = {name: [] for name in timed}
+    times["optimizer"] = []
     for _ in range(args.repeats):  # the variants interleaved, repeat by repeat
-        for name, fn in VARIANTS.items():
+        for name, fn in timed.items():
             for b in batches[:3]:
                 fn(model, b, eps).backward()
             t = time.perf_counter()
             for b in batches:
                 loss = fn(model, b, eps) / b.tokens
-                opt.zero_grad()
+                if name not in PARTS:
+                    opt.zero_grad()
                 loss.backward()
-                opt.step()
+                if name not in PARTS:
+                    opt.step()
             times[name].append(time.perf_counter() - t)
+        t = time.perf_counter()
+        for _ in batches:
+            opt.step()
+        times["optimizer"].append(time.perf_counter() - t)
     total = sum(examples)
+    ms = {  # per 1,000 target tokens
+        k: 1e6 * statistics.median(v) / total
+        for k, v in times.items()
+        if k in PARTS or k in ("optimizer", "autograd (Firth's step)")
+    }
+    whole = ms.pop("autograd (Firth's step)")
+    parts = {k: round(v, 2) for k, v in ms.items()}
+    parts["decoder loop (the rest)"] = round(whole - sum(ms.values()), 2)
+    bound = whole / sum(ms.values())
+    loop_flops = flops["whole"] - sum(flops[k] for k in PARTS)
+    loop_ms = 1e3 * loop_flops / (peak * 1e9) / total * 1e3
+    peak_bound = whole / (sum(ms.values()) + loop_ms)
+    print(f"whole step {whole:.1f} ms per 1,000 {unit}; parts {parts}")
+    print(
+        f"a decoder loop that cost nothing: at most {bound:.2f}x the step; "
+        f"one at {peak:.0f} GFLOP/s ({loop_ms:.2f} ms): {peak_bound:.2f}x"
+    )
     rate = {k: total / statistics.median(v) for k, v in times.items()}
     base = rate["autograd (Firth's step)"]
     rows = {
         k: {"examples_per_second": round(v, 1), "speedup": round(v / base, 2)}
         for k, v in rate.items()
+        if k not in PARTS and k != "optimizer"
     }
     for k, v in rows.items():
         print(f"{k}: {v['examples_per_second']:,.0f} {unit}/s ({v['speedup']}x)")
@@ -276,6 +362,13 @@ def main() -> None:
             "repeats": args.repeats,
             "max_gradient_error_float64": errors,
             "variants": rows,
+            "whole_step_ms_per_1000": round(whole, 2),
+            "parts_ms_per_1000": parts,
+            "free_recurrence_bound": round(bound, 2),
+            "matmul_flops_per_example": {k: round(v / total) for k, v in flops.items()},
+            "gemm_gflops_one_thread": round(peak, 1),
+            "decoder_loop_ms_per_1000_at_gemm_rate": round(loop_ms, 2),
+            "peak_recurrence_bound": round(peak_bound, 2),
         },
     )
     print(OUT)
