@@ -263,3 +263,27 @@ def test_step_by_step_equals_teacher_forcing(kind, coverage):
         logp, state, attn = m.step(tgt[:, t], state, memory)
         assert torch.allclose(m.logits(logp), full[:, t], atol=1e-12)
         assert torch.allclose(attn, attn_full[:, t], atol=1e-12)
+
+
+@pytest.mark.parametrize("coverage", [False, True])
+@torch.no_grad()
+def test_copy_parts_of_the_one_pass_readout_equal_step_by_step(coverage):
+    """Bahdanau's teacher forcing mixes every step at once; run step by step (the
+    path of a family whose readout feeds back) it must give the same p_gen and
+    copied shares, and the same log-probabilities."""
+    src, mask = _batch()
+    m = _pointer("bahdanau", coverage=coverage).eval()
+    tgt_in = torch.tensor([[BOS, 5, V, 9], [BOS, V + 1, 7, 8], [BOS, 6, 6, 6]])
+    tgt_out = torch.tensor([[5, V, 9, EOS], [V + 1, 7, 8, V], [6, 6, EOS, PAD]])
+    p_gen, share = m.copy_parts(src, mask, tgt_in, tgt_out)
+    full, attn = m(src, mask, tgt_in)
+    m.feeds_back = True  # Seq2Seq's loop: ``step`` at every position
+    p_gen_steps, share_steps = m.copy_parts(src, mask, tgt_in, tgt_out)
+    full_steps, attn_steps = m(src, mask, tgt_in)
+    assert p_gen.shape == share.shape == tgt_out.shape
+    assert torch.allclose(p_gen, p_gen_steps, atol=1e-12)
+    assert torch.allclose(share, share_steps, atol=1e-12)
+    assert torch.allclose(full, full_steps, atol=1e-12)
+    assert torch.allclose(attn, attn_steps, atol=1e-12)
+    copied = tgt_out >= V  # extended ids come from copying alone
+    assert torch.allclose(share[copied], torch.ones(int(copied.sum())).double())

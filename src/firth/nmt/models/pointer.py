@@ -14,10 +14,13 @@ def mixture(p_vocab, p_gen, attention, src_ids, width: int) -> torch.Tensor:
     """The pointer-generator distribution over ``width`` >= V ids:
     p_gen * P_vocab (on the first V ids) + (1 - p_gen) * the attention mass of each
     source position added onto that position's id. p_vocab (B, V), p_gen (B, 1),
-    attention and src_ids (B, S)."""
-    out = p_vocab.new_zeros(p_vocab.shape[0], width)
-    out[:, : p_vocab.shape[1]] = p_gen * p_vocab
-    return out.scatter_add(1, src_ids, (1 - p_gen) * attention)
+    attention and src_ids (B, S); or every step at once: p_vocab (B, T, V), p_gen
+    (B, T, 1), attention (B, T, S) and src_ids (B, S)."""
+    out = p_vocab.new_zeros(*p_vocab.shape[:-1], width)
+    out[..., : p_vocab.shape[-1]] = p_gen * p_vocab
+    if src_ids.dim() < attention.dim():
+        src_ids = src_ids[:, None].expand_as(attention)
+    return out.scatter_add(-1, src_ids, (1 - p_gen) * attention)
 
 
 class PointerGenerator:
@@ -28,13 +31,14 @@ class PointerGenerator:
     recorded: list | None = None  # pointer parts per step, when recording
 
     def _mix(self, feat, ctx, s, e, attn, src):
-        """log P of the pointer-generator over V + the batch's extended ids."""
+        """log P of the pointer-generator over V + the batch's extended ids, for
+        one step or every step at once (``mixture``'s shapes)."""
         p_vocab = torch.softmax(super().logits(feat), dim=-1)
         p_gen = torch.sigmoid(self.switch(torch.cat([ctx, s, e], -1)))
         width = max(self.vocab, int(src.max()) + 1)
         p = mixture(p_vocab, p_gen, attn, src, width)
         if self.recorded is not None:
-            self.recorded.append((p_gen[:, 0], p_gen * p_vocab, p))
+            self.recorded.append((p_gen[..., 0], p_gen * p_vocab, p))
         return p.clamp_min(TINY).log()
 
     @torch.no_grad()
@@ -44,14 +48,15 @@ class PointerGenerator:
         self.recorded = []
         try:
             self(src, mask, tgt_in)
-            p_gen = torch.stack([r[0] for r in self.recorded], 1)
-            share = []
-            for t, (_, gen, p) in enumerate(self.recorded):
-                y = tgt_out[:, t : t + 1]
-                total = p.gather(1, y)[:, 0]
-                generated = gen.gather(1, y.clamp_max(gen.shape[1] - 1))[:, 0]
-                generated = torch.where(y[:, 0] < gen.shape[1], generated, 0.0)
-                share.append(1 - generated / total.clamp_min(TINY))
-            return p_gen, torch.stack(share, 1)
+            steps = [  # one record per step, or one of every step (B, T, .)
+                r if r[0].dim() == 2 else tuple(x.unsqueeze(1) for x in r)
+                for r in self.recorded
+            ]
+            p_gen, gen, p = (torch.cat(x, 1) for x in zip(*steps, strict=True))
+            y = tgt_out[..., None]
+            total = p.gather(-1, y)[..., 0]
+            generated = gen.gather(-1, y.clamp_max(gen.shape[-1] - 1))[..., 0]
+            generated = torch.where(tgt_out < gen.shape[-1], generated, 0.0)
+            return p_gen, 1 - generated / total.clamp_min(TINY)
         finally:
             self.recorded = None

@@ -52,10 +52,18 @@ class Cell(nn.Module):
 class Recurrent(PointerGenerator, Seq2Seq):
     """What every recurrent family shares: the encoder (none for the target-side
     LM), the bridge to the decoder's first state, the decoder cell, the pointer
-    switch; a subclass adds its attention and readout (``layers``) and its step
-    (``advance``)."""
+    switch; a subclass adds its attention and readout (``layers``), its
+    recurrence (``recur``) and its readout's inputs (``features``).
+
+    Teacher forcing runs the recurrence step by step and the readout (and a
+    pointer's mixture) once over all steps after the loop: one product over the
+    batch's B x T positions instead of T small ones, forward and backward (the NMT
+    row of benchmarks/results/throughput.json measures the stage). A family whose
+    readout feeds the next step (Luong's input feeding) sets ``feeds_back`` and
+    runs ``advance`` step by step."""
 
     attends = False  # the family has attention (pointer and coverage need it)
+    feeds_back = False  # the readout is the next step's input
 
     def __init__(
         self, model: str, vocab: int, c, *, pointer: bool = False, coverage=False
@@ -90,12 +98,21 @@ class Recurrent(PointerGenerator, Seq2Seq):
         """The family's attention and readout."""
         self.readout = nn.Linear(H + E, E)
 
+    def recur(self, e, state, memory):
+        """One step of the recurrence from the previous token's embedding ``e``:
+        the new state, the context vector and the attention (or None)."""
+        return self.cell(e, state), None, None
+
+    def features(self, h, ctx, e):
+        """The readout from the new state, the context and the previous token's
+        embedding: one step (B, .) or every step at once (B, T, .)."""
+        return torch.tanh(self.readout(torch.cat([h, e], -1)))
+
     def advance(self, e, state, memory):
-        """One decoder step from the previous token's embedding ``e``: the
-        features, the new state, the context vector and the attention (or None)."""
-        state = self.cell(e, state)
-        feat = torch.tanh(self.readout(torch.cat([state["h"], e], -1)))
-        return feat, state, None, None
+        """One decoder step: the features, the new state, the context vector and
+        the attention (or None)."""
+        state, ctx, attn = self.recur(e, state, memory)
+        return self.features(state["h"], ctx, e), state, ctx, attn
 
     def _ids(self, ids):
         """Extended (copy-only) ids are read as <unk>."""
@@ -132,6 +149,28 @@ class Recurrent(PointerGenerator, Seq2Seq):
             feat = self._mix(feat, ctx, state["h"], e, attn, memory["src"])
         return feat, state, attn
 
+    def forward(self, src, mask, tgt_in):
+        """Teacher forcing: logits (B, T, V) and the attention (B, T, S) or None;
+        ``step`` by ``step`` gives the same (tests/test_nmt_decode.py)."""
+        if self.feeds_back:
+            return super().forward(src, mask, tgt_in)
+        memory = self.encode(src, mask)
+        state = self.start(memory)
+        e = self.drop(self.embedding(self._ids(tgt_in)))
+        hs, ctxs, attns = [], [], []
+        for t in range(tgt_in.shape[1]):
+            state, ctx, attn = self.recur(e[:, t], state, memory)
+            hs.append(state["h"])
+            ctxs.append(ctx)
+            attns.append(attn)
+        h = torch.stack(hs, 1)
+        ctx = None if ctxs[0] is None else torch.stack(ctxs, 1)
+        attn = None if attns[0] is None else torch.stack(attns, 1)
+        feat = self.features(h, ctx, e)
+        if self.pointer:
+            feat = self._mix(feat, ctx, h, e, attn, memory["src"])
+        return self.logits(feat), attn
+
 
 class Plain(Recurrent):
     """``none`` (the fixed-vector bottleneck: s_0 is the only link to the source)
@@ -147,11 +186,12 @@ class Context(Recurrent):
     def layers(self, E: int, H: int) -> None:
         self.readout = nn.Linear(H + H + E, E)
 
-    def advance(self, e, state, memory):
+    def recur(self, e, state, memory):
         c = memory["summary"]
-        state = self.cell(torch.cat([e, c], -1), state)
-        feat = torch.tanh(self.readout(torch.cat([state["h"], c, e], -1)))
-        return feat, state, None, None
+        return self.cell(torch.cat([e, c], -1), state), c, None
+
+    def features(self, h, ctx, e):
+        return torch.tanh(self.readout(torch.cat([h, ctx, e], -1)))
 
 
 class Bahdanau(Recurrent):
@@ -173,7 +213,7 @@ class Bahdanau(Recurrent):
             state["cov"] = memory["values"].new_zeros(memory["mask"].shape)
         return state
 
-    def advance(self, e, state, memory):
+    def recur(self, e, state, memory):
         ctx, attn = self.attention(
             state["h"],
             memory["keys"],
@@ -182,10 +222,12 @@ class Bahdanau(Recurrent):
             state["cov"] if self.coverage else None,
         )
         new = self.cell(torch.cat([e, ctx], -1), state)
-        feat = torch.tanh(self.readout(torch.cat([new["h"], ctx, e], -1)))
         if self.coverage:
             new["cov"] = state["cov"] + attn
-        return feat, new, ctx, attn
+        return new, ctx, attn
+
+    def features(self, h, ctx, e):
+        return torch.tanh(self.readout(torch.cat([h, ctx, e], -1)))
 
 
 class Luong(Recurrent):
@@ -193,6 +235,7 @@ class Luong(Recurrent):
     the attentional vector is the readout and is fed to the next step."""
 
     attends = True
+    feeds_back = True
 
     def cell_input(self, E: int, H: int) -> int:
         return E  # input feeding of the attentional vector
