@@ -334,7 +334,7 @@ def main() -> None:
     parts["decoder loop (the rest)"] = round(whole - sum(ms.values()), 2)
     bound = whole / sum(ms.values())
     loop_flops = flops["whole"] - sum(flops[k] for k in PARTS)
-    loop_ms = 1e3 * loop_flops / (peak * 1e9) / total * 1e3
+    loop_ms = 1e6 * loop_flops / (peak * 1e9) / total  # as ``ms``: seconds at peak
     peak_bound = whole / (sum(ms.values()) + loop_ms)
     print(f"whole step {whole:.1f} ms per 1,000 {unit}; parts {parts}")
     print(
