@@ -282,6 +282,23 @@ def test_step_by_step_equals_teacher_forcing(name):
             assert bool((attn[~mask] == 0).all())
 
 
+@pytest.mark.parametrize("name", ["luong-general", "luong-dot"])
+def test_input_feeding_has_no_separate_recurrence(name):
+    """Luong's readout feeds the next step, so its step is ``advance`` whole: the
+    split ``recur``/``features`` of the other families is not Luong's and must not
+    be callable on it."""
+    m = _model(name)
+    assert m.feeds_back
+    src = _random_batch(torch.Generator().manual_seed(4))
+    memory = m.encode(src, src != PAD)
+    state = m.start(memory)
+    e = m.embedding(torch.full((src.shape[0],), BOS))
+    with pytest.raises(NotImplementedError):
+        m.recur(e, state, memory)
+    with pytest.raises(NotImplementedError):
+        m.features(state["h"], None, e)
+
+
 def test_coverage_penalty_closed_form():
     from firth.nmt.decode import coverage_penalty
 

@@ -96,17 +96,18 @@ class Recurrent(PointerGenerator, Seq2Seq):
 
     def layers(self, E: int, H: int) -> None:
         """The family's attention and readout."""
-        self.readout = nn.Linear(H + E, E)
+        raise NotImplementedError
 
     def recur(self, e, state, memory):
         """One step of the recurrence from the previous token's embedding ``e``:
-        the new state, the context vector and the attention (or None)."""
-        return self.cell(e, state), None, None
+        the new state, the context vector and the attention (or None). A family
+        that ``feeds_back`` overrides ``advance`` instead."""
+        raise NotImplementedError
 
     def features(self, h, ctx, e):
         """The readout from the new state, the context and the previous token's
         embedding: one step (B, .) or every step at once (B, T, .)."""
-        return torch.tanh(self.readout(torch.cat([h, e], -1)))
+        raise NotImplementedError
 
     def advance(self, e, state, memory):
         """One decoder step: the features, the new state, the context vector and
@@ -175,6 +176,15 @@ class Recurrent(PointerGenerator, Seq2Seq):
 class Plain(Recurrent):
     """``none`` (the fixed-vector bottleneck: s_0 is the only link to the source)
     and ``target-lm`` (no encoder): s_i = f(s_{i-1}, E y_{i-1})."""
+
+    def layers(self, E: int, H: int) -> None:
+        self.readout = nn.Linear(H + E, E)
+
+    def recur(self, e, state, memory):
+        return self.cell(e, state), None, None
+
+    def features(self, h, ctx, e):
+        return torch.tanh(self.readout(torch.cat([h, e], -1)))
 
 
 class Context(Recurrent):
