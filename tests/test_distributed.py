@@ -184,10 +184,11 @@ def _lm_rank(rank: int, world: int, port: int, ckpt: str, out: str) -> None:
     if group.main:
         torch.save({k: (r.history, r.best_state) for k, r in results.items()}, out)
     distributed.shutdown()
-    # Leave without the interpreter's teardown: under load, one run in tens
-    # aborted there ("terminate called without an active exception", SIGABRT)
-    # after both ranks had finished and rank 0 had written ``out``: a gloo thread
-    # outliving finalisation (pytorch/pytorch#179291), not the resume checked here.
+    # Leave without the interpreter's teardown: under load, about 1 run in 200
+    # aborted there ("terminate called without an active exception", SIGABRT, in
+    # a thread that is not Python's) after both ranks had shut the group down and
+    # rank 0 had written ``out``: torch's teardown beside gloo (the kind of abort
+    # in pytorch/pytorch#179291), not the resume checked here.
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
