@@ -130,7 +130,26 @@ def machine() -> dict:
         "platform": platform.platform(),
         "cpus": os.cpu_count(),
         "python": platform.python_version(),
+        **cpu_model(),
     }
+
+
+def cpu_model() -> dict:
+    """The CPU's model name and the matrix units its speed depends on (Linux's
+    /proc/cpuinfo; empty elsewhere): two 2-core machines can differ twofold in
+    matrix products (docs/measured.md), so a timing names its CPU."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return {}
+    fields = dict(
+        (key.strip(), value.strip())
+        for key, _, value in (line.partition(":") for line in text.splitlines())
+        if value
+    )
+    flags = set(fields.get("flags", "").split())
+    units = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f in flags]
+    return {"cpu": fields.get("model name", "unknown"), "cpu_units": units}
 
 
 def write_result(path: str | Path, result: dict) -> None:

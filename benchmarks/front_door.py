@@ -82,6 +82,7 @@ def timed(cmd: list[str], cwd: Path, log: Path, env: dict) -> dict:
     """Run ``cmd``, stream its output to ``log`` with the time of each line, and
     return the total seconds, the start time of each DVC stage, and the peak RSS,
     with the speed probe taken just before and just after."""
+    host = machine()
     probe_before = speed_probe()
     start = time.monotonic()
     ticks = cpu_ticks()
@@ -121,6 +122,7 @@ def timed(cmd: list[str], cwd: Path, log: Path, env: dict) -> dict:
         stages, setup = flow_spans(flow, flow_start), flow_start
     return {
         "command": " ".join(cmd),
+        "machine": host,
         "exit_code": proc.returncode,
         "seconds": round(total, 1),
         "setup_seconds": round(setup, 1) if setup is not None else None,
@@ -136,17 +138,17 @@ def timed(cmd: list[str], cwd: Path, log: Path, env: dict) -> dict:
 
 
 def test_summary(log: str) -> dict:
-    """pytest's closing line and its slowest tests, from a timed log (each line
+    """pytest's closing lines (one per pytest run: `make test` runs two tiers) and
+    the slowest tests of every run, slowest first, from a timed log (each line
     starts with the seconds since the command began)."""
     lines = [line.strip().split(" ", 1)[-1].strip() for line in log.splitlines()]
     summary = [m.group(1) for line in lines if (m := SUMMARY.match(line))]
+    slowest = [
+        line for line in lines if re.match(r"\d+\.\d+s (call|setup|teardown) ", line)
+    ]
     return {
-        "summary": summary[-1] if summary else None,
-        "slowest": [
-            line
-            for line in lines
-            if re.match(r"\d+\.\d+s (call|setup|teardown) ", line)
-        ],
+        "summary": "; ".join(summary) if summary else None,
+        "slowest": sorted(slowest, key=lambda line: -float(line.split("s ", 1)[0])),
     }
 
 
@@ -224,9 +226,11 @@ def main() -> None:
             "make_run_every_stage",
         ):
             if key in earlier:
-                # an entry merged before keeps the commit it was measured at
+                # an entry merged before keeps the commit and machine it was
+                # measured at
                 commit = earlier[key].get("commit") or earlier.get("commit")
-                result[key] = {**earlier[key], "commit": commit}
+                host = earlier[key].get("machine") or earlier.get("machine")
+                result[key] = {**earlier[key], "commit": commit, "machine": host}
     tmp = Path(tempfile.mkdtemp(prefix="firth-front-door-"))
     logs = args.out.parent / "front_door_logs"
     logs.mkdir(parents=True, exist_ok=True)
