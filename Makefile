@@ -64,15 +64,21 @@ browser:
 	      apt-get install -y -q chromium chromium-driver >/dev/null 2>&1; }; }; } || \
 	echo "note: chromium/chromedriver not installed: the browser tests will be skipped"
 
+# make test: ruff, then the whole suite in two tiers: first every test but the
+# end-to-end runs of the real DVC and Prefect (pytest marker e2e) and the
+# multi-process and bit-identity runs (marker slow), one pytest worker per core
+# (pytest-xdist; each test module on one worker), then those two markers in one
+# process, with the machine to themselves (the e2e module's tests run in order, and
+# the bit-identity and parallel-flow tests compare runs that use both cores). CI
+# runs `make test`.
 test: $(STAMP) browser
 	$(BIN)/ruff check src stages flows tests benchmarks
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -m "not e2e and not slow" -n auto --dist loadfile
+	$(BIN)/python -m pytest -q -m "e2e or slow"
 
-# make test-fast: the loop while editing (under 3 minutes on 2 cores): ruff and every
-# test but the end-to-end runs of the real DVC and Prefect (pytest marker e2e) and the
-# multi-process and bit-identity runs (marker slow), one pytest worker per core
-# (pytest-xdist; each test module on one worker). Select a tier alone with
-# `pytest -m e2e` or `pytest -m slow`; CI runs the whole of `make test`, serially.
+# make test-fast: the loop while editing (under 3 minutes on 2 cores): ruff and the
+# first tier of `make test`. Select a tier alone with `pytest -m e2e` or
+# `pytest -m slow`.
 test-fast: $(STAMP)
 	$(BIN)/ruff check src stages flows tests benchmarks
 	$(BIN)/python -m pytest -q -m "not e2e and not slow" -n auto --dist loadfile
