@@ -76,7 +76,7 @@ test: $(STAMP) browser
 	$(BIN)/python -m pytest -q -m "not e2e and not slow" -n auto --dist loadfile
 	$(BIN)/python -m pytest -q -m "e2e or slow"
 
-# make test-fast: the loop while editing (under 3 minutes on 2 cores): ruff and the
+# make test-fast: the loop while editing (about 3 minutes on 2 cores): ruff and the
 # first tier of `make test`. Select a tier alone with `pytest -m e2e` or
 # `pytest -m slow`.
 test-fast: $(STAMP)
