@@ -206,6 +206,73 @@ def test_the_benchmarks_one_thread_params_change_only_the_threads_keys(tmp_path)
     assert kept and kept == comments((ROOT / "params.yaml").read_text())
 
 
+def test_the_default_is_simulated_from_the_run_where_every_stage_ran(
+    tmp_path, monkeypatch
+):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "bench_dag", ROOT / "benchmarks" / "dag.py"
+    )
+    bench = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    spec.loader.exec_module(bench)
+    monkeypatch.setattr(bench, "RESULTS", tmp_path)
+
+    def rows(**seconds):
+        return [{"stage": k, "seconds": v} for k, v in seconds.items()]
+
+    # a plain clone lists the evaluation it skipped at the second DVC took to skip it
+    plain = {"stages": rows(a=50.0, b=0.1)}
+    every = {"stages": rows(a=40.0, b=30.0)}
+    front = tmp_path / "front_door.json"
+    front.write_text(json.dumps({"make_run": plain, "make_run_every_stage": every}))
+    assert bench.default_seconds({}) == (
+        {"a": 40.0, "b": 30.0},
+        "benchmarks/results/front_door.json make_run_every_stage",
+    )
+    # a record that timed more stages wins; without the every-stage run, the
+    # measure run's serial clone comes before the plain front door on a tie
+    serial = {"measured": {"runs": {"serial": {"stages": rows(a=1.0, b=2.0)}}}}
+    front.write_text(json.dumps({"make_run": plain}))
+    assert bench.default_seconds(serial)[1] == (
+        "benchmarks/results/dag.json measured.runs.serial"
+    )
+    front.write_text(json.dumps({"make_run": {"stages": rows(a=1.0, b=2.0, c=3.0)}}))
+    assert bench.default_seconds(serial)[0] == {"a": 1.0, "b": 2.0, "c": 3.0}
+    front.unlink()
+    with pytest.raises(SystemExit, match="no serial timing"):
+        bench.default_seconds({})
+
+
+def test_the_front_door_reads_both_tiers_of_make_test():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import front_door
+
+    # a timed log of `make test`: seconds since start, then pytest's own lines
+    log = "\n".join(
+        [
+            "   1.00 .venv/bin/python -m pytest -q -m 'not e2e and not slow' -n auto",
+            "  60.10 12.50s call     tests/test_a.py::test_x",
+            "  60.20 ===== 673 passed, 1 skipped in 184.65s (0:03:04) =====",
+            "  61.00 .venv/bin/python -m pytest -q -m 'e2e or slow'",
+            " 700.00 246.51s call     tests/test_e2e.py::test_y",
+            " 700.10 1.20s setup    tests/test_e2e.py::test_z",
+            " 700.20 ===== 24 passed, 674 deselected in 660.66s (0:11:00) =====",
+        ]
+    )
+    got = front_door.test_summary(log)
+    assert got["summary"] == (
+        "673 passed, 1 skipped in 184.65s (0:03:04); "
+        "24 passed, 674 deselected in 660.66s (0:11:00)"
+    )
+    assert [line.split()[-1] for line in got["slowest"]] == [
+        "tests/test_e2e.py::test_y",
+        "tests/test_a.py::test_x",
+        "tests/test_e2e.py::test_z",
+    ]
+
+
 def test_stage_seconds_adds_an_interrupted_stage_to_its_resumed_run(tmp_path):
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import stage_seconds as ss
