@@ -71,9 +71,10 @@ browser:
 # process, with the machine to themselves (the e2e module's tests run in order, and
 # the bit-identity and parallel-flow tests compare runs that use both cores). CI
 # runs `make test`.
+FIRST_TIER := -m "not e2e and not slow" -n auto --dist loadfile
 test: $(STAMP) browser
 	$(BIN)/ruff check src stages flows tests benchmarks
-	$(BIN)/python -m pytest -q -m "not e2e and not slow" -n auto --dist loadfile
+	$(BIN)/python -m pytest -q $(FIRST_TIER)
 	$(BIN)/python -m pytest -q -m "e2e or slow"
 
 # make test-fast: the loop while editing (about 3 minutes on 2 cores): ruff and the
@@ -81,7 +82,7 @@ test: $(STAMP) browser
 # `pytest -m slow`.
 test-fast: $(STAMP)
 	$(BIN)/ruff check src stages flows tests benchmarks
-	$(BIN)/python -m pytest -q -m "not e2e and not slow" -n auto --dist loadfile
+	$(BIN)/python -m pytest -q $(FIRST_TIER)
 
 # make run (seconds per stage, the no-op repro after it) and make test, each timed
 # in a fresh clone of HEAD (~45 min on 2 cores): benchmarks/results/front_door.json

@@ -163,7 +163,8 @@ def test_load_reads_dvcs_own_graph_of_the_real_pipeline():
         dag.load(ROOT, ["no-such-stage"])
 
 
-def test_the_benchmarks_one_thread_params_change_only_the_threads_keys(tmp_path):
+def bench_dag():
+    """benchmarks/dag.py as a module (it imports benchmarks/common.py)."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
@@ -172,6 +173,11 @@ def test_the_benchmarks_one_thread_params_change_only_the_threads_keys(tmp_path)
     bench = importlib.util.module_from_spec(spec)
     sys.path.insert(0, str(ROOT / "benchmarks"))
     spec.loader.exec_module(bench)
+    return bench
+
+
+def test_the_benchmarks_one_thread_params_change_only_the_threads_keys(tmp_path):
+    bench = bench_dag()
     params = tmp_path / "params.yaml"
     params.write_text((ROOT / "params.yaml").read_text())
     bench.one_thread(params)
@@ -209,14 +215,7 @@ def test_the_benchmarks_one_thread_params_change_only_the_threads_keys(tmp_path)
 def test_the_default_is_simulated_from_the_run_where_every_stage_ran(
     tmp_path, monkeypatch
 ):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "bench_dag", ROOT / "benchmarks" / "dag.py"
-    )
-    bench = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    spec.loader.exec_module(bench)
+    bench = bench_dag()
     monkeypatch.setattr(bench, "RESULTS", tmp_path)
 
     def rows(**seconds):
